@@ -1,0 +1,18 @@
+//! pm4core: the front-end command processor (CP) of the PS5's "Prospero" GPU
+//! (AMD RDNA2, gfx10.3), with PS4 (gfx7) notes.
+//!
+//! A game's driver writes PM4 packets into command buffers in guest memory and
+//! submits them to a queue; each queue's [`processor::Processor`] walks them
+//! with a resumable [`processor::Pm4Execution`], applies register writes to
+//! its [`regs::RegisterFile`] and sends every effect out through the
+//! [`memory::GuestMemory`] and [`backend::Backend`] traits.
+//!
+//! See `ARCHITECTURE.md` for the map of modules.
+
+#![forbid(unsafe_code)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+pub mod memory;
+pub mod regs;
+pub mod trace;
+pub mod shader;

@@ -1,0 +1,520 @@
+//! Guest memory: the GPU virtual address space that packets read and write.
+//!
+//! The processor never touches host pointers: every access goes through the
+//! [`GuestMemory`] trait with a 48-bit GPU virtual address, and an address
+//! that nothing maps is a [`MemoryError`] naming it. [`SparseMemory`] is the
+//! implementation the replayer and the tests use: regions mapped at fixed
+//! addresses, backed either by shared read-only bytes (a trace file's `MEM `
+//! payload, not copied) or by nothing at all (`ZERO` regions), with 4 KiB
+//! copy-on-write pages allocated only when written.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// GPU virtual addresses are 48 bits wide; packets carry sign-extended high
+/// dwords (0xFFFF8001), so every address read from a packet is masked.
+pub const ADDRESS_MASK: u64 = (1 << 48) - 1;
+
+/// The end of the 48-bit address space (exclusive).
+pub const ADDRESS_SPACE_END: u64 = 1 << 48;
+
+/// Size of a copy-on-write page of [`SparseMemory`].
+pub const PAGE_SIZE: usize = 4096;
+
+/// Combines a packet's low and high address dwords into a 48-bit address,
+/// clearing `low_clear_bits` low bits of the low dword (alignment or swap
+/// fields that share it).
+#[inline]
+pub fn address_from_dwords(lo: u32, hi: u32, low_clear_bits: u32) -> u64 {
+    let lo = u64::from(lo) & !((1u64 << low_clear_bits) - 1);
+    ((u64::from(hi) << 32) | lo) & ADDRESS_MASK
+}
+
+/// An access to guest memory that could not be carried out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum MemoryError {
+    /// Some byte of `[address, address + len)` is not mapped.
+    #[error("unmapped guest memory at {address:#x} (access of {len} bytes)")]
+    Unmapped { address: u64, len: u64 },
+    /// The access runs past the end of the 48-bit address space.
+    #[error("guest access at {address:#x} of {len} bytes runs past the 48-bit address space")]
+    OutOfRange { address: u64, len: u64 },
+    /// A mapping request overlaps an existing region.
+    #[error("region at {address:#x} of {len} bytes overlaps an existing region")]
+    Overlap { address: u64, len: u64 },
+    /// A mapping request is not 4-byte aligned.
+    #[error("region at {address:#x} is not 4-byte aligned")]
+    Misaligned { address: u64 },
+}
+
+impl MemoryError {
+    /// The guest address the error is about.
+    pub fn address(&self) -> u64 {
+        match *self {
+            MemoryError::Unmapped { address, .. }
+            | MemoryError::OutOfRange { address, .. }
+            | MemoryError::Overlap { address, .. }
+            | MemoryError::Misaligned { address } => address,
+        }
+    }
+}
+
+/// Checks that `[address, address + len)` lies inside the 48-bit space.
+#[inline]
+pub fn check_range(address: u64, len: u64) -> Result<u64, MemoryError> {
+    match address.checked_add(len) {
+        Some(end) if end <= ADDRESS_SPACE_END => Ok(end),
+        _ => Err(MemoryError::OutOfRange { address, len }),
+    }
+}
+
+/// The guest's GPU virtual memory, as the command processor sees it.
+///
+/// Implementations decide what is mapped; every method fails with
+/// [`MemoryError`] rather than panicking on any address.
+pub trait GuestMemory {
+    /// Reads `out.len()` bytes starting at `address`.
+    fn read_bytes(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryError>;
+
+    /// Writes `data` starting at `address`.
+    fn write_bytes(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryError>;
+
+    /// True when every byte of `[address, address + len)` is mapped.
+    fn is_mapped(&self, address: u64, len: u64) -> bool;
+
+    /// Reads little-endian dwords.
+    fn read_dwords(&self, address: u64, out: &mut [u32]) -> Result<(), MemoryError> {
+        self.read_bytes(address, bytemuck::cast_slice_mut(out))?;
+        for dword in out.iter_mut() {
+            *dword = u32::from_le(*dword);
+        }
+        Ok(())
+    }
+
+    /// Reads one little-endian dword.
+    fn read_u32(&self, address: u64) -> Result<u32, MemoryError> {
+        let mut bytes = [0u8; 4];
+        self.read_bytes(address, &mut bytes)?;
+        Ok(u32::from_le_bytes(bytes))
+    }
+
+    /// Reads one little-endian qword.
+    fn read_u64(&self, address: u64) -> Result<u64, MemoryError> {
+        let mut bytes = [0u8; 8];
+        self.read_bytes(address, &mut bytes)?;
+        Ok(u64::from_le_bytes(bytes))
+    }
+
+    /// Writes one little-endian dword.
+    fn write_u32(&mut self, address: u64, value: u32) -> Result<(), MemoryError> {
+        self.write_bytes(address, &value.to_le_bytes())
+    }
+
+    /// Writes one little-endian qword.
+    fn write_u64(&mut self, address: u64, value: u64) -> Result<(), MemoryError> {
+        self.write_bytes(address, &value.to_le_bytes())
+    }
+
+    /// Fills `len` bytes at `address` with the repeated little-endian `pattern`.
+    /// The whole range is checked before anything is written.
+    fn fill(&mut self, address: u64, len: u64, pattern: u32) -> Result<(), MemoryError> {
+        check_range(address, len)?;
+        if !self.is_mapped(address, len) {
+            return Err(MemoryError::Unmapped { address, len });
+        }
+        let mut chunk = [0u8; 256];
+        for (i, byte) in chunk.iter_mut().enumerate() {
+            *byte = pattern.to_le_bytes()[i % 4];
+        }
+        let mut done = 0u64;
+        while done < len {
+            let n = (len - done).min(chunk.len() as u64) as usize;
+            self.write_bytes(address + done, &chunk[..n])?;
+            done += n as u64;
+        }
+        Ok(())
+    }
+
+    /// Copies `len` bytes from `src` to `dst` (overlap behaves as memmove).
+    /// Both ranges are checked before anything is written.
+    fn copy(&mut self, dst: u64, src: u64, len: u64) -> Result<(), MemoryError> {
+        check_range(src, len)?;
+        check_range(dst, len)?;
+        if !self.is_mapped(src, len) {
+            return Err(MemoryError::Unmapped { address: src, len });
+        }
+        if !self.is_mapped(dst, len) {
+            return Err(MemoryError::Unmapped { address: dst, len });
+        }
+        let mut chunk = [0u8; 4096];
+        // Copy backwards when the destination overlaps the source's tail.
+        let backwards = dst > src && dst < src + len;
+        let mut done = 0u64;
+        while done < len {
+            let n = (len - done).min(chunk.len() as u64);
+            let offset = if backwards { len - done - n } else { done };
+            let buf = &mut chunk[..n as usize];
+            self.read_bytes(src + offset, buf)?;
+            self.write_bytes(dst + offset, buf)?;
+            done += n;
+        }
+        Ok(())
+    }
+}
+
+/// What a region's untouched bytes are.
+#[derive(Clone)]
+enum Backing {
+    /// All zero (`ZERO` chunks, scratch, render targets).
+    Zero,
+    /// `len` bytes of a shared buffer starting at `offset` (a trace file's
+    /// `MEM ` payload or bytes the host handed over). Never copied.
+    Shared { bytes: Arc<[u8]>, offset: usize },
+}
+
+#[derive(Clone)]
+struct Region {
+    start: u64,
+    len: u64,
+    backing: Backing,
+    /// Pages written since mapping, keyed by page index inside the region.
+    pages: BTreeMap<u64, Box<[u8; PAGE_SIZE]>>,
+}
+
+impl Region {
+    fn end(&self) -> u64 {
+        self.start + self.len
+    }
+
+    fn base_byte(&self, offset: u64) -> u8 {
+        match &self.backing {
+            Backing::Zero => 0,
+            Backing::Shared { bytes, offset: base } => usize::try_from(offset)
+                .ok()
+                .and_then(|o| o.checked_add(*base))
+                .and_then(|i| bytes.get(i))
+                .copied()
+                .unwrap_or(0),
+        }
+    }
+
+    /// Copies region bytes `[offset, offset + out.len())` (all inside the region).
+    fn read(&self, mut offset: u64, mut out: &mut [u8]) {
+        while !out.is_empty() {
+            let page = offset / PAGE_SIZE as u64;
+            let in_page = (offset % PAGE_SIZE as u64) as usize;
+            let n = out.len().min(PAGE_SIZE - in_page);
+            let (head, tail) = out.split_at_mut(n);
+            if let Some(p) = self.pages.get(&page) {
+                head.copy_from_slice(&p[in_page..in_page + n]);
+            } else {
+                match &self.backing {
+                    Backing::Zero => head.fill(0),
+                    Backing::Shared { bytes, offset: base } => {
+                        let start = usize::try_from(offset).ok().and_then(|o| o.checked_add(*base));
+                        match start.and_then(|s| bytes.get(s..s.checked_add(n)?)) {
+                            Some(src) => head.copy_from_slice(src),
+                            None => {
+                                for (i, b) in head.iter_mut().enumerate() {
+                                    *b = self.base_byte(offset + i as u64);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            out = tail;
+            offset += n as u64;
+        }
+    }
+
+    fn write(&mut self, mut offset: u64, mut data: &[u8]) {
+        while !data.is_empty() {
+            let page = offset / PAGE_SIZE as u64;
+            let in_page = (offset % PAGE_SIZE as u64) as usize;
+            let n = data.len().min(PAGE_SIZE - in_page);
+            if !self.pages.contains_key(&page) {
+                let mut fresh = Box::new([0u8; PAGE_SIZE]);
+                let page_start = page * PAGE_SIZE as u64;
+                let page_len = (self.len - page_start).min(PAGE_SIZE as u64) as usize;
+                self.read(page_start, &mut fresh[..page_len]);
+                self.pages.insert(page, fresh);
+            }
+            if let Some(p) = self.pages.get_mut(&page) {
+                p[in_page..in_page + n].copy_from_slice(&data[..n]);
+            }
+            data = &data[n..];
+            offset += n as u64;
+        }
+    }
+}
+
+/// Sparse guest memory made of non-overlapping mapped regions.
+#[derive(Clone, Default)]
+pub struct SparseMemory {
+    /// Sorted by start address; never overlapping.
+    regions: Vec<Region>,
+    /// Bumped on every successful write (host or packet), so schedulers can
+    /// tell that waiting queues may now see a new value.
+    write_generation: u64,
+}
+
+impl std::fmt::Debug for SparseMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut list = f.debug_list();
+        for r in &self.regions {
+            list.entry(&format_args!("{:#x}..{:#x}", r.start, r.end()));
+        }
+        list.finish()
+    }
+}
+
+impl SparseMemory {
+    /// An empty address space.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn check_new_region(&self, address: u64, len: u64) -> Result<usize, MemoryError> {
+        if address % 4 != 0 {
+            return Err(MemoryError::Misaligned { address });
+        }
+        let end = check_range(address, len)?;
+        let index = self.regions.partition_point(|r| r.start < address);
+        if let Some(prev) = index.checked_sub(1).and_then(|i| self.regions.get(i)) {
+            if prev.end() > address {
+                return Err(MemoryError::Overlap { address, len });
+            }
+        }
+        if let Some(next) = self.regions.get(index) {
+            if next.start < end {
+                return Err(MemoryError::Overlap { address, len });
+            }
+        }
+        Ok(index)
+    }
+
+    /// Maps `len` zero bytes at `address` without allocating them.
+    pub fn map_zeroed(&mut self, address: u64, len: u64) -> Result<(), MemoryError> {
+        let index = self.check_new_region(address, len)?;
+        if len > 0 {
+            self.regions.insert(
+                index,
+                Region { start: address, len, backing: Backing::Zero, pages: BTreeMap::new() },
+            );
+        }
+        Ok(())
+    }
+
+    /// Maps `bytes[offset..offset + len]` of a shared buffer at `address`
+    /// without copying it. A range past the buffer's end is an error.
+    pub fn map_shared(
+        &mut self,
+        address: u64,
+        bytes: Arc<[u8]>,
+        offset: usize,
+        len: usize,
+    ) -> Result<(), MemoryError> {
+        if offset.checked_add(len).is_none_or(|end| end > bytes.len()) {
+            return Err(MemoryError::OutOfRange { address, len: len as u64 });
+        }
+        let index = self.check_new_region(address, len as u64)?;
+        if len > 0 {
+            self.regions.insert(
+                index,
+                Region {
+                    start: address,
+                    len: len as u64,
+                    backing: Backing::Shared { bytes, offset },
+                    pages: BTreeMap::new(),
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// Maps a copy of `data` at `address`.
+    pub fn map_bytes(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryError> {
+        let len = data.len();
+        self.map_shared(address, Arc::from(data), 0, len)
+    }
+
+    /// Maps dwords (little-endian) at `address`.
+    pub fn map_dwords(&mut self, address: u64, dwords: &[u32]) -> Result<(), MemoryError> {
+        let bytes: Vec<u8> = dwords.iter().flat_map(|d| d.to_le_bytes()).collect();
+        self.map_bytes(address, &bytes)
+    }
+
+    /// The mapped regions as `(start, len)` pairs, in address order.
+    pub fn regions(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.regions.iter().map(|r| (r.start, r.len))
+    }
+
+    /// Bytes held in written (copy-on-write) pages.
+    pub fn allocated_page_bytes(&self) -> usize {
+        self.regions.iter().map(|r| r.pages.len() * PAGE_SIZE).sum()
+    }
+
+    /// A counter that changes on every write.
+    pub fn write_generation(&self) -> u64 {
+        self.write_generation
+    }
+
+    /// The index of the region holding `address`, if any.
+    #[inline]
+    fn region_index(&self, address: u64) -> Option<usize> {
+        let index = self.regions.partition_point(|r| r.start <= address).checked_sub(1)?;
+        let region = self.regions.get(index)?;
+        (address < region.end()).then_some(index)
+    }
+
+    /// Calls `f(region_index, offset_in_region, range_start_in_access, n)` for
+    /// every piece of the access, after checking the whole access is mapped.
+    fn pieces(&self, address: u64, len: u64) -> Result<Pieces, MemoryError> {
+        let end = check_range(address, len)?;
+        let mut pieces = Pieces::default();
+        let mut at = address;
+        while at < end {
+            let index = self.region_index(at).ok_or(MemoryError::Unmapped { address: at, len })?;
+            let region = &self.regions[index];
+            let n = region.end().min(end) - at;
+            pieces.push(index, at - region.start, at - address, n)?;
+            at += n;
+        }
+        Ok(pieces)
+    }
+}
+
+/// The region pieces of one access: almost always one, at most a few.
+#[derive(Default)]
+struct Pieces {
+    items: [(usize, u64, u64, u64); 4],
+    count: usize,
+    overflow: Vec<(usize, u64, u64, u64)>,
+}
+
+impl Pieces {
+    fn push(&mut self, index: usize, offset: u64, at: u64, n: u64) -> Result<(), MemoryError> {
+        if let Some(slot) = self.items.get_mut(self.count) {
+            *slot = (index, offset, at, n);
+            self.count += 1;
+        } else {
+            self.overflow.push((index, offset, at, n));
+        }
+        Ok(())
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &(usize, u64, u64, u64)> {
+        self.items.iter().take(self.count).chain(self.overflow.iter())
+    }
+}
+
+impl GuestMemory for SparseMemory {
+    fn read_bytes(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryError> {
+        let len = out.len() as u64;
+        // Fast path: one region.
+        if let Some(index) = self.region_index(address) {
+            let region = &self.regions[index];
+            if check_range(address, len)? <= region.end() {
+                region.read(address - region.start, out);
+                return Ok(());
+            }
+        }
+        let pieces = self.pieces(address, len)?;
+        for &(index, offset, at, n) in pieces.iter() {
+            let (at, n) = (at as usize, n as usize);
+            self.regions[index].read(offset, &mut out[at..at + n]);
+        }
+        Ok(())
+    }
+
+    fn write_bytes(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryError> {
+        let len = data.len() as u64;
+        if let Some(index) = self.region_index(address) {
+            let end = check_range(address, len)?;
+            let region = &mut self.regions[index];
+            if end <= region.end() {
+                region.write(address - region.start, data);
+                self.write_generation = self.write_generation.wrapping_add(1);
+                return Ok(());
+            }
+        }
+        let pieces = self.pieces(address, len)?;
+        for &(index, offset, at, n) in pieces.iter() {
+            let (at, n) = (at as usize, n as usize);
+            self.regions[index].write(offset, &data[at..at + n]);
+        }
+        self.write_generation = self.write_generation.wrapping_add(1);
+        Ok(())
+    }
+
+    fn is_mapped(&self, address: u64, len: u64) -> bool {
+        self.pieces(address, len).is_ok()
+    }
+}
+
+impl<M: GuestMemory + ?Sized> GuestMemory for &mut M {
+    fn read_bytes(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryError> {
+        (**self).read_bytes(address, out)
+    }
+    fn write_bytes(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryError> {
+        (**self).write_bytes(address, data)
+    }
+    fn is_mapped(&self, address: u64, len: u64) -> bool {
+        (**self).is_mapped(address, len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_region_reads_zero_and_pages_on_write() {
+        let mut m = SparseMemory::new();
+        m.map_zeroed(0x1000, 0x10000).unwrap();
+        assert_eq!(m.read_u32(0x1000).unwrap(), 0);
+        assert_eq!(m.allocated_page_bytes(), 0);
+        m.write_u32(0x2004, 0xdead_beef).unwrap();
+        assert_eq!(m.read_u32(0x2004).unwrap(), 0xdead_beef);
+        assert_eq!(m.allocated_page_bytes(), PAGE_SIZE);
+    }
+
+    #[test]
+    fn shared_backing_is_copy_on_write() {
+        let bytes: Arc<[u8]> = Arc::from(&[1u8, 2, 3, 4, 5, 6, 7, 8][..]);
+        let mut m = SparseMemory::new();
+        m.map_shared(0x100, bytes.clone(), 4, 4).unwrap();
+        assert_eq!(m.read_u32(0x100).unwrap(), 0x0807_0605);
+        m.write_u32(0x100, 7).unwrap();
+        assert_eq!(m.read_u32(0x100).unwrap(), 7);
+        assert_eq!(bytes[4], 5);
+    }
+
+    #[test]
+    fn unmapped_and_straddling_accesses() {
+        let mut m = SparseMemory::new();
+        m.map_zeroed(0x1000, 0x1000).unwrap();
+        m.map_zeroed(0x2000, 0x1000).unwrap();
+        assert_eq!(
+            m.read_u32(0x3000),
+            Err(MemoryError::Unmapped { address: 0x3000, len: 4 })
+        );
+        m.write_u64(0x1ffc, u64::MAX).unwrap();
+        assert_eq!(m.read_u64(0x1ffc).unwrap(), u64::MAX);
+        assert!(matches!(m.map_zeroed(0x1800, 0x10), Err(MemoryError::Overlap { .. })));
+        assert!(matches!(m.read_u32(u64::MAX - 1), Err(MemoryError::OutOfRange { .. })));
+    }
+
+    #[test]
+    fn fill_and_copy() {
+        let mut m = SparseMemory::new();
+        m.map_zeroed(0, 64).unwrap();
+        m.fill(0, 16, 0x1122_3344).unwrap();
+        m.copy(8, 0, 16).unwrap();
+        assert_eq!(m.read_u32(20).unwrap(), 0x1122_3344);
+        assert_eq!(m.read_u32(24).unwrap(), 0);
+        assert!(m.fill(60, 8, 0).is_err());
+        assert_eq!(m.read_u32(60).unwrap(), 0);
+    }
+}

@@ -1,0 +1,1 @@
+//! Register database lookups (stub, filled by the generator work).

@@ -1,0 +1,1 @@
+//! Shader containers (stub).

@@ -1,0 +1,1 @@
+//! The trace file format (stub).
