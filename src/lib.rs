@@ -12,7 +12,10 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+pub mod backend;
 pub mod memory;
+pub mod packet;
+pub mod processor;
 pub mod regs;
 pub mod trace;
 pub mod shader;

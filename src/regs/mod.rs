@@ -4,3 +4,267 @@
 pub mod db;
 #[rustfmt::skip]
 pub mod generated;
+
+pub use generated::gfx103;
+
+/// Dword index bases of the four packet-writable register spaces.
+pub mod space {
+    /// SET_CONFIG_REG base.
+    pub const CONFIG: u32 = 0x2000;
+    /// SET_SH_REG base.
+    pub const SH: u32 = 0x2C00;
+    /// SET_CONTEXT_REG base.
+    pub const CONTEXT: u32 = 0xA000;
+    /// SET_UCONFIG_REG base.
+    pub const UCONFIG: u32 = 0xC000;
+    /// One past the last register index a packet can name.
+    pub const END: u32 = 0x1_0000;
+    /// Context registers that exist (0xA000..0xA400).
+    pub const CONTEXT_SIZE: u32 = 0x400;
+    /// SH registers (0x2C00..0x3000).
+    pub const SH_SIZE: u32 = 0x400;
+    /// Uconfig registers (0xC000..0x10000).
+    pub const UCONFIG_SIZE: u32 = 0x4000;
+}
+
+/// Number of dwords in a register file: every index a packet can name.
+pub const REGISTER_FILE_DWORDS: usize = space::END as usize;
+
+/// The full register file of one processor: every write lands here, whether
+/// or not a handler adds behaviour. Indexed by absolute dword register index.
+#[derive(Clone)]
+pub struct RegisterFile {
+    values: Box<[u32]>,
+}
+
+impl Default for RegisterFile {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for RegisterFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let nonzero = self.values.iter().filter(|v| **v != 0).count();
+        write!(f, "RegisterFile({nonzero} non-zero registers)")
+    }
+}
+
+impl RegisterFile {
+    /// All registers zero.
+    pub fn new() -> Self {
+        Self { values: vec![0u32; REGISTER_FILE_DWORDS].into_boxed_slice() }
+    }
+
+    /// The value of register `index` (absolute dword index; indices past the
+    /// file read as 0).
+    #[inline]
+    pub fn get(&self, index: u32) -> u32 {
+        self.values.get(index as usize).copied().unwrap_or(0)
+    }
+
+    /// Stores `value` in register `index`; returns false (and stores nothing)
+    /// when the index is past the file.
+    #[inline]
+    pub fn set(&mut self, index: u32, value: u32) -> bool {
+        match self.values.get_mut(index as usize) {
+            Some(slot) => {
+                *slot = value;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A 64-bit value from a LO/HI register pair.
+    pub fn get_pair(&self, lo: u32) -> u64 {
+        u64::from(self.get(lo)) | (u64::from(self.get(lo + 1)) << 32)
+    }
+
+    /// A contiguous range of registers (clamped to the file).
+    pub fn range(&self, start: u32, len: u32) -> &[u32] {
+        let start = (start as usize).min(self.values.len());
+        let end = start.saturating_add(len as usize).min(self.values.len());
+        self.values.get(start..end).unwrap_or(&[])
+    }
+
+    /// Mutable access to a contiguous range (clamped to the file).
+    pub fn range_mut(&mut self, start: u32, len: u32) -> &mut [u32] {
+        let total = self.values.len();
+        let start = (start as usize).min(total);
+        let end = start.saturating_add(len as usize).min(total);
+        self.values.get_mut(start..end).unwrap_or(&mut [])
+    }
+
+    /// Every register as a slice indexed by dword index.
+    pub fn as_slice(&self) -> &[u32] {
+        &self.values
+    }
+
+    /// Views for what a renderer reads.
+    pub fn view(&self) -> RegisterView<'_> {
+        RegisterView { regs: self }
+    }
+}
+
+/// Program address from a PGM_LO/PGM_HI pair: `(HI[7:0] << 40) | (LO << 8)`.
+#[inline]
+pub fn program_address(lo: u32, hi: u32) -> u64 {
+    (u64::from(hi & 0xFF) << 40) | (u64::from(lo) << 8)
+}
+
+/// One viewport's transform (PA_CL_VPORT_*) and depth range.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Viewport {
+    pub x_scale: f32,
+    pub x_offset: f32,
+    pub y_scale: f32,
+    pub y_offset: f32,
+    pub z_scale: f32,
+    pub z_offset: f32,
+    pub z_min: f32,
+    pub z_max: f32,
+}
+
+/// A scissor rectangle, top-left inclusive, bottom-right exclusive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scissor {
+    pub top_left: (u32, u32),
+    pub bottom_right: (u32, u32),
+}
+
+/// A colour target's base state (CB_COLORn_*).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RenderTarget {
+    pub index: u32,
+    /// Byte address: (BASE << 8) | (BASE_EXT << 40).
+    pub address: u64,
+    pub info: u32,
+    pub view: u32,
+    pub attrib: u32,
+    pub attrib2: u32,
+    pub attrib3: u32,
+}
+
+/// Read-only typed views of the register file.
+#[derive(Clone, Copy, Debug)]
+pub struct RegisterView<'a> {
+    regs: &'a RegisterFile,
+}
+
+impl RegisterView<'_> {
+    /// Program address of a graphics or compute stage.
+    pub fn program_address(&self, stage: crate::backend::ProgramStage) -> u64 {
+        use crate::backend::ProgramStage as S;
+        let lo = match stage {
+            S::Ps => gfx103::SPI_SHADER_PGM_LO_PS,
+            S::Vs => gfx103::SPI_SHADER_PGM_LO_VS,
+            S::Es => gfx103::SPI_SHADER_PGM_LO_ES,
+            S::Ls => gfx103::SPI_SHADER_PGM_LO_LS,
+            S::Cs => gfx103::COMPUTE_PGM_LO,
+        };
+        program_address(self.regs.get(lo), self.regs.get(lo + 1))
+    }
+
+    /// User-data registers of a stage (32 for graphics stages, 16 for compute).
+    pub fn user_data(&self, stage: crate::backend::ProgramStage) -> &[u32] {
+        use crate::backend::ProgramStage as S;
+        let (base, len) = match stage {
+            S::Ps => (gfx103::SPI_SHADER_USER_DATA_PS_0, 32),
+            S::Vs => (gfx103::SPI_SHADER_USER_DATA_VS_0, 32),
+            S::Es => (gfx103::SPI_SHADER_USER_DATA_GS_0, 32),
+            S::Ls => (gfx103::SPI_SHADER_USER_DATA_HS_0, 32),
+            S::Cs => (gfx103::COMPUTE_USER_DATA_0, 16),
+        };
+        self.regs.range(base, len)
+    }
+
+    /// COMPUTE_DIM_X/Y/Z.
+    pub fn compute_dims(&self) -> [u32; 3] {
+        [gfx103::COMPUTE_DIM_X, gfx103::COMPUTE_DIM_Y, gfx103::COMPUTE_DIM_Z].map(|r| self.regs.get(r))
+    }
+
+    /// COMPUTE_START_X/Y/Z.
+    pub fn compute_start(&self) -> [u32; 3] {
+        [gfx103::COMPUTE_START_X, gfx103::COMPUTE_START_Y, gfx103::COMPUTE_START_Z].map(|r| self.regs.get(r))
+    }
+
+    /// Threads per group (NUM_THREAD_FULL of COMPUTE_NUM_THREAD_X/Y/Z).
+    pub fn threads_per_group(&self) -> [u32; 3] {
+        [gfx103::COMPUTE_NUM_THREAD_X, gfx103::COMPUTE_NUM_THREAD_Y, gfx103::COMPUTE_NUM_THREAD_Z]
+            .map(|r| self.regs.get(r) & 0xFFFF)
+    }
+
+    /// Viewport `i` (0..16).
+    pub fn viewport(&self, i: u32) -> Option<Viewport> {
+        if i >= 16 {
+            return None;
+        }
+        let t = gfx103::PA_CL_VPORT_XSCALE + i * 6;
+        let z = gfx103::PA_SC_VPORT_ZMIN_0 + i * 2;
+        let f = |r: u32| f32::from_bits(self.regs.get(r));
+        Some(Viewport {
+            x_scale: f(t),
+            x_offset: f(t + 1),
+            y_scale: f(t + 2),
+            y_offset: f(t + 3),
+            z_scale: f(t + 4),
+            z_offset: f(t + 5),
+            z_min: f(z),
+            z_max: f(z + 1),
+        })
+    }
+
+    /// Viewport scissor `i` (0..16).
+    pub fn scissor(&self, i: u32) -> Option<Scissor> {
+        if i >= 16 {
+            return None;
+        }
+        let tl = self.regs.get(gfx103::PA_SC_VPORT_SCISSOR_0_TL + i * 2);
+        let br = self.regs.get(gfx103::PA_SC_VPORT_SCISSOR_0_BR + i * 2);
+        Some(Scissor {
+            top_left: (tl & 0x7FFF, (tl >> 16) & 0x7FFF),
+            bottom_right: (br & 0x7FFF, (br >> 16) & 0x7FFF),
+        })
+    }
+
+    /// Colour target `i` (0..8).
+    pub fn render_target(&self, i: u32) -> Option<RenderTarget> {
+        if i >= 8 {
+            return None;
+        }
+        let b = gfx103::CB_COLOR0_BASE + i * 15;
+        Some(RenderTarget {
+            index: i,
+            address: (u64::from(self.regs.get(b)) << 8)
+                | (u64::from(self.regs.get(gfx103::CB_COLOR0_BASE_EXT + i) & 0xFF) << 40),
+            view: self.regs.get(gfx103::CB_COLOR0_VIEW + i * 15),
+            info: self.regs.get(gfx103::CB_COLOR0_INFO + i * 15),
+            attrib: self.regs.get(gfx103::CB_COLOR0_ATTRIB + i * 15),
+            attrib2: self.regs.get(gfx103::CB_COLOR0_ATTRIB2 + i),
+            attrib3: self.regs.get(gfx103::CB_COLOR0_ATTRIB3 + i),
+        })
+    }
+
+    /// Depth buffer: (DB_Z_INFO, read base address, DB_DEPTH_SIZE_XY).
+    pub fn depth(&self) -> (u32, u64, u32) {
+        let base = (u64::from(self.regs.get(gfx103::DB_Z_READ_BASE)) << 8)
+            | (u64::from(self.regs.get(gfx103::DB_Z_READ_BASE_HI) & 0xFF) << 40);
+        (self.regs.get(gfx103::DB_Z_INFO), base, self.regs.get(gfx103::DB_DEPTH_SIZE_XY))
+    }
+
+    /// VGT_PRIMITIVE_TYPE.
+    pub fn primitive_type(&self) -> u32 {
+        self.regs.get(gfx103::VGT_PRIMITIVE_TYPE)
+    }
+
+    /// VGT_INDEX_TYPE (index size code).
+    pub fn index_type(&self) -> u32 {
+        self.regs.get(gfx103::VGT_INDEX_TYPE) & 3
+    }
+
+    /// VGT_NUM_INSTANCES.
+    pub fn num_instances(&self) -> u32 {
+        self.regs.get(gfx103::VGT_NUM_INSTANCES)
+    }
+}

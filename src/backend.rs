@@ -1,0 +1,471 @@
+//! The backend: where the processor's effects other than memory and
+//! register writes go (draws, dispatches, flips, events, cache actions,
+//! fences and interrupts, markers, diagnostics).
+//!
+//! Every method has a default, so a backend implements only what it needs.
+//! The defaults of the "hardware writes memory" hooks
+//! ([`Backend::sample_event`]) write well-formed results, so real streams
+//! that wait on occlusion or statistics records complete.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use crate::memory::{GuestMemory, MemoryError};
+use crate::packet::{Opcode, PacketLocation};
+use crate::regs::RegisterFile;
+use crate::shader::AgcShader;
+
+/// Identity of a queue: 0 = graphics, 1 + pipe*8 + queue for compute.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct QueueId(pub u32);
+
+impl QueueId {
+    /// The graphics queue.
+    pub const GRAPHICS: QueueId = QueueId(0);
+    /// Number of queues: graphics plus 7 pipes × 8 compute queues.
+    pub const COUNT: u32 = 57;
+
+    /// Compute queue `queue` of `pipe`, if both are in range.
+    pub fn compute(pipe: u32, queue: u32) -> Option<QueueId> {
+        (pipe < 7 && queue < 8).then_some(QueueId(1 + pipe * 8 + queue))
+    }
+
+    /// True for the graphics queue.
+    pub fn is_graphics(self) -> bool {
+        self.0 == 0
+    }
+
+    /// `(pipe, queue)` of a compute queue.
+    pub fn pipe_queue(self) -> Option<(u32, u32)> {
+        (self.0 >= 1 && self.0 < Self::COUNT).then(|| ((self.0 - 1) / 8, (self.0 - 1) % 8))
+    }
+}
+
+impl std::fmt::Display for QueueId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.pipe_queue() {
+            None if self.0 == 0 => f.write_str("gfx"),
+            Some((p, q)) => write!(f, "comp{p}.{q}"),
+            None => write!(f, "queue{}", self.0),
+        }
+    }
+}
+
+/// Pipeline stages a draw can bind a program to (gfx10.3 slots).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ProgramStage {
+    /// SPI_SHADER_PGM_*_PS.
+    Ps,
+    /// SPI_SHADER_PGM_*_VS (legacy, non-NGG pipelines).
+    Vs,
+    /// SPI_SHADER_PGM_*_ES: merged ES+GS or NGG geometry.
+    Es,
+    /// SPI_SHADER_PGM_*_LS: merged LS+HS.
+    Ls,
+    /// COMPUTE_PGM_*.
+    Cs,
+}
+
+impl ProgramStage {
+    /// Graphics stages in a fixed order (index into [`Draw::programs`]).
+    pub const GRAPHICS: [ProgramStage; 4] = [Self::Ps, Self::Vs, Self::Es, Self::Ls];
+
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Ps => "ps",
+            Self::Vs => "vs",
+            Self::Es => "es",
+            Self::Ls => "ls",
+            Self::Cs => "cs",
+        }
+    }
+}
+
+/// A program bound to a stage: its code address and, when the code address
+/// belongs to a registered shader container, the decoded container.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ProgramBinding {
+    /// Code address from PGM_LO/HI (0 = nothing bound).
+    pub address: u64,
+    /// The decoded container; `None` for raw code.
+    pub container: Option<Arc<AgcShader>>,
+}
+
+/// Index buffer used by an indexed draw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IndexBuffer {
+    /// Address of the first index the draw fetches.
+    pub address: u64,
+    /// VGT_INDEX_TYPE: 0 = 16-bit, 1 = 32-bit, 2 = 8-bit.
+    pub index_type: u32,
+    /// Indices available from `address` on (reads past return 0).
+    pub max_indices: u32,
+}
+
+impl IndexBuffer {
+    /// Size of one index in bytes.
+    pub fn index_size(&self) -> u32 {
+        match self.index_type {
+            1 => 4,
+            2 => 1,
+            _ => 2,
+        }
+    }
+}
+
+/// One draw, as the backend receives it.
+#[derive(Clone, Copy, Debug)]
+pub struct Draw<'a> {
+    pub queue: QueueId,
+    /// The draw packet.
+    pub opcode: Opcode,
+    pub location: PacketLocation,
+    /// Vertices (auto-indexed) or indices (indexed) per instance.
+    pub count: u32,
+    pub instance_count: u32,
+    /// First index (indexed) or first vertex (indirect non-indexed).
+    pub first: u32,
+    /// Base vertex (indexed indirect draws).
+    pub base_vertex: i32,
+    pub first_instance: u32,
+    /// Sub-draw index inside a multi-draw packet.
+    pub draw_index: u32,
+    pub index_buffer: Option<IndexBuffer>,
+    pub primitive_type: u32,
+    pub draw_initiator: u32,
+    /// Address of the indirect argument record, for indirect draws.
+    pub indirect_args: Option<u64>,
+    /// Programs per graphics stage, in [`ProgramStage::GRAPHICS`] order.
+    pub programs: &'a [ProgramBinding; 4],
+    /// State groups ([`crate::processor::state_group`]) written since the
+    /// previous draw of this queue.
+    pub changed: u32,
+    /// The register state at the draw.
+    pub registers: &'a RegisterFile,
+}
+
+/// One dispatch, as the backend receives it.
+#[derive(Clone, Copy, Debug)]
+pub struct Dispatch<'a> {
+    pub queue: QueueId,
+    pub opcode: Opcode,
+    pub location: PacketLocation,
+    /// Thread-group counts (end coordinates when `start` is non-zero).
+    pub dims: [u32; 3],
+    pub start: [u32; 3],
+    pub threads_per_group: [u32; 3],
+    pub initiator: u32,
+    pub indirect_args: Option<u64>,
+    pub program: &'a ProgramBinding,
+    pub registers: &'a RegisterFile,
+}
+
+/// What a cache or synchronisation action asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheAction {
+    /// ACQUIRE_MEM: invalidate/write back over `[base, base + size)` (256-byte units
+    /// converted to bytes; `size == u64::MAX` for everything).
+    AcquireMem { base: u64, size: u64, coher_cntl: u32, gcr_cntl: u32 },
+    /// SURFACE_SYNC (gfx7).
+    SurfaceSync { base: u64, size: u64, coher_cntl: u32 },
+    /// The GCR/cache bits carried by a release (RELEASE_MEM / EVENT_WRITE_EOP).
+    Release { cache_control: u32 },
+}
+
+/// A non-sampling event (EVENT_WRITE of a flush/control event).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Event {
+    pub queue: QueueId,
+    pub event_type: u32,
+    pub event_index: u32,
+    pub location: PacketLocation,
+}
+
+/// Events whose hardware writes memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SampleKind {
+    /// ZPASS_DONE / PIXEL_PIPE_STAT_DUMP: one 64-bit count per render backend
+    /// at a 16-byte stride, bit 63 = valid.
+    ZpassDone,
+    /// SAMPLE_PIPELINESTAT: 11 64-bit counters.
+    PipelineStats,
+    /// SAMPLE_STREAMOUTSTATS(n): {storage needed, written}, bit 63 valid.
+    StreamoutStats(u32),
+}
+
+/// A fence: a release that retired (data written and/or interrupt raised).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fence {
+    pub queue: QueueId,
+    pub opcode: Opcode,
+    pub event_type: u32,
+    pub address: u64,
+    /// The data written (0 when DATA_SEL wrote nothing).
+    pub data: u64,
+    pub data_sel: u32,
+    pub int_sel: u32,
+    pub int_ctxid: u32,
+    /// True when INT_SEL raises an interrupt the host should see.
+    pub interrupt: bool,
+}
+
+/// A flip request carried by a NOP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Flip {
+    pub queue: QueueId,
+    /// The marker id (`0x777`, `0x778`, … for the 0x6875 convention, or the
+    /// host-command code).
+    pub kind: u32,
+    /// Label address and value for the forms that carry one.
+    pub label: Option<(u64, u64)>,
+    pub location: PacketLocation,
+}
+
+/// Debug markers and trace points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Marker<'a> {
+    Push(&'a str),
+    Pop,
+    Set(&'a str),
+    /// A driver trace point (`0xCAFE0000 | id`).
+    TracePoint(u32),
+    /// A comment packet's text.
+    Comment(&'a str),
+    /// A hint marker with its id (0x6875 ids 0x004-0x006, 0x00D, …).
+    Hint(u32),
+}
+
+/// A packet the processor does not know, reported with its surroundings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct UnknownPacket {
+    pub queue: u32,
+    /// Address of the header.
+    pub address: u64,
+    pub header: u32,
+    pub opcode: u8,
+    pub length_dw: u32,
+    /// Hex dump: up to 16 dwords before and after the header, one line each,
+    /// the header's line marked with `>`.
+    pub dump: String,
+}
+
+/// A packet with a known opcode that pm4core decodes but does not emulate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NotEmulated {
+    pub queue: QueueId,
+    pub opcode: Opcode,
+    pub location: PacketLocation,
+}
+
+/// Receives everything the processor does besides register and memory writes.
+#[allow(unused_variables)]
+pub trait Backend {
+    fn draw(&mut self, draw: &Draw<'_>) {}
+    fn dispatch(&mut self, dispatch: &Dispatch<'_>) {}
+    fn event(&mut self, event: &Event) {}
+    fn cache_action(&mut self, queue: QueueId, action: &CacheAction) {}
+    fn fence(&mut self, fence: &Fence) {}
+    fn flip(&mut self, flip: &Flip) {}
+    fn marker(&mut self, queue: QueueId, marker: &Marker<'_>) {}
+    /// A NOP with a registered host-command code ([`crate::processor::HostCommand::Custom`]).
+    fn host_command(&mut self, queue: QueueId, code: u32, payload: &[u32]) {}
+    fn not_emulated(&mut self, packet: &NotEmulated) {}
+    fn unknown_packet(&mut self, report: &UnknownPacket) {}
+
+    /// The GPU clock for timestamps; `None` lets the processor use its own
+    /// deterministic counter.
+    fn gpu_clock(&mut self) -> Option<u64> {
+        None
+    }
+
+    /// Fixed-function hardware writing a sample record at `address`. The
+    /// default writes well-formed, valid results: `render_backends` counts of
+    /// zero samples with bit 63 set for ZPASS, zeroed statistics, and
+    /// stream-out counters with bit 63 set.
+    fn sample_event(
+        &mut self,
+        queue: QueueId,
+        kind: SampleKind,
+        address: u64,
+        render_backends: u32,
+        memory: &mut dyn GuestMemory,
+    ) -> Result<(), MemoryError> {
+        write_default_sample(kind, address, render_backends, memory)
+    }
+}
+
+/// What [`Backend::sample_event`] writes by default.
+pub fn write_default_sample(
+    kind: SampleKind,
+    address: u64,
+    render_backends: u32,
+    memory: &mut dyn GuestMemory,
+) -> Result<(), MemoryError> {
+    const VALID: u64 = 1 << 63;
+    match kind {
+        SampleKind::ZpassDone => {
+            for rb in 0..u64::from(render_backends) {
+                memory.write_u64(address.wrapping_add(rb * 16), VALID)?;
+            }
+        }
+        SampleKind::PipelineStats => {
+            for i in 0..11u64 {
+                memory.write_u64(address.wrapping_add(i * 8), 0)?;
+            }
+        }
+        SampleKind::StreamoutStats(_) => {
+            memory.write_u64(address, VALID)?;
+            memory.write_u64(address.wrapping_add(8), VALID)?;
+        }
+    }
+    Ok(())
+}
+
+/// A backend that does nothing (defaults only).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NullBackend;
+
+impl Backend for NullBackend {}
+
+/// A backend that records a deterministic, human-readable event log, one
+/// line per effect, for tests and `pm4 replay --log`.
+#[derive(Clone, Debug, Default)]
+pub struct RecordingBackend {
+    /// The log lines, in order.
+    pub lines: Vec<String>,
+    /// Unknown-packet reports, in order.
+    pub unknown: Vec<UnknownPacket>,
+    /// Count of draws (callbacks, one per sub-draw).
+    pub draws: u64,
+    pub dispatches: u64,
+    pub fences: u64,
+}
+
+impl RecordingBackend {
+    /// An empty log.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The log as one string, one line per event.
+    pub fn log(&self) -> String {
+        let mut s = String::new();
+        for line in &self.lines {
+            s.push_str(line);
+            s.push('\n');
+        }
+        s
+    }
+
+    /// Appends a line (host-side events such as submissions).
+    pub fn push(&mut self, line: String) {
+        self.lines.push(line);
+    }
+}
+
+fn program_summary(programs: &[ProgramBinding; 4]) -> String {
+    let mut s = String::new();
+    for (stage, p) in ProgramStage::GRAPHICS.iter().zip(programs.iter()) {
+        if p.address != 0 {
+            let _ = write!(s, " {}={:#x}", stage.name(), p.address);
+            if let Some(c) = &p.container {
+                let _ = write!(s, "[{:?}]", c.stage());
+            }
+        }
+    }
+    s
+}
+
+impl Backend for RecordingBackend {
+    fn draw(&mut self, d: &Draw<'_>) {
+        self.draws += 1;
+        let mut line = format!(
+            "{} draw {} count={} instances={} first={} base_vertex={} first_instance={} prim={}",
+            d.queue, d.opcode, d.count, d.instance_count, d.first, d.base_vertex, d.first_instance, d.primitive_type
+        );
+        if let Some(ib) = d.index_buffer {
+            let _ = write!(line, " index={:#x}/{}b/max={}", ib.address, ib.index_size(), ib.max_indices);
+        }
+        if let Some(a) = d.indirect_args {
+            let _ = write!(line, " args={a:#x} draw_index={}", d.draw_index);
+        }
+        line.push_str(&program_summary(d.programs));
+        self.lines.push(line);
+    }
+
+    fn dispatch(&mut self, d: &Dispatch<'_>) {
+        self.dispatches += 1;
+        let mut line = format!(
+            "{} dispatch {} dims={}x{}x{} start={},{},{} group={}x{}x{}",
+            d.queue,
+            d.opcode,
+            d.dims[0],
+            d.dims[1],
+            d.dims[2],
+            d.start[0],
+            d.start[1],
+            d.start[2],
+            d.threads_per_group[0],
+            d.threads_per_group[1],
+            d.threads_per_group[2]
+        );
+        if let Some(a) = d.indirect_args {
+            let _ = write!(line, " args={a:#x}");
+        }
+        if d.program.address != 0 {
+            let _ = write!(line, " cs={:#x}", d.program.address);
+            if let Some(c) = &d.program.container {
+                let _ = write!(line, "[{:?}]", c.stage());
+            }
+        }
+        self.lines.push(line);
+    }
+
+    fn event(&mut self, e: &Event) {
+        self.lines.push(format!("{} event type={:#x} index={}", e.queue, e.event_type, e.event_index));
+    }
+
+    fn cache_action(&mut self, queue: QueueId, action: &CacheAction) {
+        self.lines.push(format!("{queue} cache {action:?}"));
+    }
+
+    fn fence(&mut self, f: &Fence) {
+        self.fences += 1;
+        self.lines.push(format!(
+            "{} fence {} event={:#x} addr={:#x} data={:#x} data_sel={} int_sel={} ctxid={:#x} interrupt={}",
+            f.queue, f.opcode, f.event_type, f.address, f.data, f.data_sel, f.int_sel, f.int_ctxid, f.interrupt
+        ));
+    }
+
+    fn flip(&mut self, f: &Flip) {
+        let mut line = format!("{} flip kind={:#x}", f.queue, f.kind);
+        if let Some((a, v)) = f.label {
+            let _ = write!(line, " label={a:#x}={v:#x}");
+        }
+        self.lines.push(line);
+    }
+
+    fn marker(&mut self, queue: QueueId, m: &Marker<'_>) {
+        self.lines.push(format!("{queue} marker {m:?}"));
+    }
+
+    fn host_command(&mut self, queue: QueueId, code: u32, payload: &[u32]) {
+        self.lines.push(format!("{queue} host_command {code:#x} payload={payload:x?}"));
+    }
+
+    fn not_emulated(&mut self, p: &NotEmulated) {
+        self.lines.push(format!("{} not_emulated {} at {:#x}", p.queue, p.opcode, p.location.address()));
+    }
+
+    fn unknown_packet(&mut self, r: &UnknownPacket) {
+        self.lines.push(format!(
+            "{} unknown_packet header={:#010x} at {:#x}",
+            QueueId(r.queue),
+            r.header,
+            r.address
+        ));
+        self.unknown.push(r.clone());
+    }
+}

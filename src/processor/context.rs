@@ -1,0 +1,151 @@
+//! What a packet handler works with: the execution, the processor state,
+//! guest memory (watched, so writes to the prefetched stream are noticed),
+//! the backend and the shader registry.
+
+use super::{tables, Engine, Pm4Error, ProcessorState, SuspendReason};
+use crate::backend::Backend;
+use crate::memory::{GuestMemory, MemoryError};
+use crate::packet::body::BodyError;
+use crate::packet::{Opcode, PacketLocation};
+use crate::shader::ShaderRegistry;
+
+use super::execution::Pm4Execution;
+
+/// What the loop does after a handler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Flow {
+    /// Go on with the next packet.
+    Continue,
+    /// Stop here; the packet runs again on resume.
+    Suspend(SuspendReason),
+    /// Go on, but let the constant engine run first.
+    RunConstantEngine,
+}
+
+/// Guest memory with a note of whether a write hit the prefetch window.
+pub(crate) struct WatchedMemory<'a> {
+    inner: &'a mut dyn GuestMemory,
+    window: (u64, u64),
+    touched: bool,
+}
+
+impl<'a> WatchedMemory<'a> {
+    #[inline]
+    pub(crate) fn new(inner: &'a mut dyn GuestMemory, window: (u64, u64)) -> Self {
+        Self { inner, window, touched: false }
+    }
+
+    #[inline]
+    pub(crate) fn touched_window(&self) -> bool {
+        self.touched
+    }
+
+    #[inline]
+    fn note(&mut self, address: u64, len: u64) {
+        let end = address.saturating_add(len);
+        if address < self.window.1 && end > self.window.0 {
+            self.touched = true;
+        }
+    }
+}
+
+impl GuestMemory for WatchedMemory<'_> {
+    #[inline]
+    fn read_bytes(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryError> {
+        self.inner.read_bytes(address, out)
+    }
+
+    #[inline]
+    fn write_bytes(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryError> {
+        self.note(address, data.len() as u64);
+        self.inner.write_bytes(address, data)
+    }
+
+    fn is_mapped(&self, address: u64, len: u64) -> bool {
+        self.inner.is_mapped(address, len)
+    }
+
+    fn fill(&mut self, address: u64, len: u64, pattern: u32) -> Result<(), MemoryError> {
+        self.note(address, len);
+        self.inner.fill(address, len, pattern)
+    }
+
+    fn copy(&mut self, dst: u64, src: u64, len: u64) -> Result<(), MemoryError> {
+        self.note(dst, len);
+        self.inner.copy(dst, src, len)
+    }
+}
+
+/// A handler's view of the processor for one packet.
+pub(crate) struct Ctx<'a> {
+    pub engine: Engine,
+    pub exec: &'a mut Pm4Execution,
+    pub state: &'a mut ProcessorState,
+    pub memory: WatchedMemory<'a>,
+    pub backend: &'a mut dyn Backend,
+    pub shaders: &'a mut ShaderRegistry,
+    pub location: PacketLocation,
+    pub opcode: Opcode,
+}
+
+impl Ctx<'_> {
+    /// A memory error at this packet.
+    #[inline]
+    pub fn mem_err(&self, source: MemoryError) -> Pm4Error {
+        Pm4Error::Memory { location: self.location, opcode: self.opcode, source }
+    }
+
+    /// A malformed body at this packet.
+    #[inline]
+    pub fn body_err(&self, source: BodyError) -> Pm4Error {
+        Pm4Error::MalformedPacket { location: self.location, source }
+    }
+
+    pub fn read_u32(&self, address: u64) -> Result<u32, Pm4Error> {
+        self.memory.read_u32(address).map_err(|e| self.mem_err(e))
+    }
+
+    pub fn read_u64(&self, address: u64) -> Result<u64, Pm4Error> {
+        self.memory.read_u64(address).map_err(|e| self.mem_err(e))
+    }
+
+    pub fn write_u32(&mut self, address: u64, value: u32) -> Result<(), Pm4Error> {
+        let r = self.memory.write_u32(address, value);
+        r.map_err(|e| self.mem_err(e))
+    }
+
+    pub fn write_u64(&mut self, address: u64, value: u64) -> Result<(), Pm4Error> {
+        let r = self.memory.write_u64(address, value);
+        r.map_err(|e| self.mem_err(e))
+    }
+
+    /// Writes a register through the register tables.
+    #[inline]
+    pub fn write_register(&mut self, register: u32, value: u32) {
+        write_register(self.state, register, value);
+    }
+
+    /// The next timestamp: the backend's clock or the deterministic one.
+    pub fn gpu_clock(&mut self) -> u64 {
+        match self.backend.gpu_clock() {
+            Some(t) => t,
+            None => {
+                self.state.clock = self.state.clock.wrapping_add(1);
+                self.state.clock
+            }
+        }
+    }
+}
+
+/// Stores a register value and runs the register's handler, if it has one.
+/// Indices past the register file are dropped (and logged).
+#[inline]
+pub(crate) fn write_register(state: &mut ProcessorState, register: u32, value: u32) {
+    if !state.regs.set(register, value) {
+        tracing::warn!(queue = %state.queue, "register write to {register:#x} is outside the register file");
+        return;
+    }
+    if let Some(handler) = tables::register_handler(register) {
+        handler(state, register, value);
+    }
+}

@@ -1,0 +1,332 @@
+//! Draws and the state only draws use: DRAW_INDEX_2, DRAW_INDEX_AUTO,
+//! DRAW_INDEX_OFFSET_2, DRAW_INDIRECT, DRAW_INDEX_INDIRECT, the _MULTI and
+//! _COUNT_MULTI forms, DRAW_INDEX_MULTI_AUTO; INDEX_BASE, INDEX_BUFFER_SIZE,
+//! INDEX_TYPE, NUM_INSTANCES, SET_BASE and STRMOUT_BUFFER_UPDATE.
+//!
+//! At each draw the programs bound to the active stages are resolved
+//! against the shader registry (only when a program register, the stage
+//! enables or the registry changed), and the backend receives the draw with
+//! its resolved counts, index buffer, indirect arguments and register state.
+
+use crate::memory::GuestMemory;
+use crate::backend::{Draw, IndexBuffer, ProgramBinding, ProgramStage};
+use crate::memory::ADDRESS_MASK;
+use crate::packet::body::{DrawBody, SetBase, StrmoutBufferUpdate};
+use crate::packet::Packet;
+use crate::processor::context::{Ctx, Flow};
+use crate::processor::{state_group, Pm4Error};
+use crate::regs::{gfx103 as r, space};
+
+/// Re-resolves the programs of the active graphics stages when needed.
+pub(crate) fn refresh_programs(ctx: &mut Ctx<'_>) {
+    let generation = ctx.shaders.generation();
+    if ctx.state.dirty & state_group::PROGRAMS == 0 && generation == ctx.state.programs_generation {
+        return;
+    }
+    let stages = ctx.state.regs.get(r::VGT_SHADER_STAGES_EN);
+    let ls_en = stages & 3 != 0;
+    let hs_en = stages & (1 << 2) != 0;
+    let es_en = (stages >> 3) & 3 != 0;
+    let gs_en = stages & (1 << 5) != 0;
+    let primgen = stages & (1 << 13) != 0;
+    for (i, stage) in ProgramStage::GRAPHICS.iter().enumerate() {
+        let active = match stage {
+            ProgramStage::Ps => true,
+            ProgramStage::Vs => !primgen,
+            ProgramStage::Es => es_en || gs_en || primgen,
+            ProgramStage::Ls => ls_en || hs_en,
+            ProgramStage::Cs => false,
+        };
+        let address = if active { ctx.state.regs.view().program_address(*stage) } else { 0 };
+        let Some(slot) = ctx.state.programs.get(i) else { continue };
+        if slot.address == address && generation == ctx.state.programs_generation {
+            continue;
+        }
+        let container = if address != 0 { ctx.shaders.resolve(&ctx.memory, address) } else { None };
+        if let Some(slot) = ctx.state.programs.get_mut(i) {
+            *slot = ProgramBinding { address, container };
+        }
+    }
+    ctx.state.programs_generation = generation;
+}
+
+/// The parts of a draw that vary per draw.
+struct DrawArgs {
+    count: u32,
+    instance_count: u32,
+    first: u32,
+    base_vertex: i32,
+    first_instance: u32,
+    draw_index: u32,
+    index_buffer: Option<IndexBuffer>,
+    initiator: u32,
+    indirect_args: Option<u64>,
+}
+
+fn emit(ctx: &mut Ctx<'_>, a: DrawArgs) {
+    let state = &mut *ctx.state;
+    let draw = Draw {
+        queue: state.queue,
+        opcode: ctx.opcode,
+        location: ctx.location,
+        count: a.count,
+        instance_count: a.instance_count,
+        first: a.first,
+        base_vertex: a.base_vertex,
+        first_instance: a.first_instance,
+        draw_index: a.draw_index,
+        index_buffer: a.index_buffer,
+        primitive_type: state.regs.get(r::VGT_PRIMITIVE_TYPE),
+        draw_initiator: a.initiator,
+        indirect_args: a.indirect_args,
+        programs: &state.programs,
+        changed: state.dirty,
+        registers: &state.regs,
+    };
+    ctx.backend.draw(&draw);
+    state.dirty = 0;
+}
+
+fn index_type(ctx: &Ctx<'_>) -> u32 {
+    ctx.state.regs.get(r::VGT_INDEX_TYPE) & 3
+}
+
+fn index_size(index_type: u32) -> u64 {
+    match index_type {
+        1 => 4,
+        2 => 1,
+        _ => 2,
+    }
+}
+
+/// Writes `value` to SH register 0x2C00 + `loc` unless `loc` is 0.
+fn write_loc(ctx: &mut Ctx<'_>, loc: u32, value: u32) {
+    if loc != 0 && loc < space::SH_SIZE {
+        ctx.write_register(space::SH + loc, value);
+    }
+}
+
+/// Counts a sub-draw of a multi-draw packet against the work budget.
+fn charge(ctx: &mut Ctx<'_>) -> Result<(), Pm4Error> {
+    ctx.exec.packets += 1;
+    if ctx.exec.packets > ctx.state.config.work_budget {
+        return Err(Pm4Error::WorkBudgetExhausted { location: ctx.location, budget: ctx.state.config.work_budget });
+    }
+    Ok(())
+}
+
+/// One indirect draw from the argument record at `args`.
+#[allow(clippy::too_many_arguments)]
+fn indirect_draw(
+    ctx: &mut Ctx<'_>,
+    indexed: bool,
+    args: u64,
+    base_vtx_loc: u32,
+    start_indx_loc: u32,
+    start_inst_loc: u32,
+    start_indx_enable: bool,
+    draw_index: u32,
+    initiator: u32,
+) -> Result<(), Pm4Error> {
+    let mut record = [0u32; 5];
+    let n = if indexed { 5 } else { 4 };
+    ctx.memory.read_dwords(args, &mut record[..n]).map_err(|e| ctx.mem_err(e))?;
+    let (count, instances, first, base_vertex, first_instance) = if indexed {
+        (record[0], record[1], record[2], record[3] as i32, record[4])
+    } else {
+        (record[0], record[1], record[2], 0, record[3])
+    };
+    let index_buffer = if indexed {
+        let t = index_type(ctx);
+        Some(IndexBuffer {
+            address: ctx.state.index_base.wrapping_add(u64::from(first) * index_size(t)) & ADDRESS_MASK,
+            index_type: t,
+            max_indices: ctx.state.index_buffer_size.saturating_sub(first),
+        })
+    } else {
+        None
+    };
+    write_loc(ctx, base_vtx_loc, if indexed { base_vertex as u32 } else { first });
+    write_loc(ctx, start_inst_loc, first_instance);
+    if start_indx_enable {
+        write_loc(ctx, start_indx_loc, first);
+    }
+    emit(
+        ctx,
+        DrawArgs {
+            count,
+            instance_count: instances,
+            first,
+            base_vertex,
+            first_instance,
+            draw_index,
+            index_buffer,
+            initiator,
+            indirect_args: Some(args),
+        },
+    );
+    Ok(())
+}
+
+pub(crate) fn draw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let body = DrawBody::decode(p).map_err(|e| ctx.body_err(e))?;
+    ctx.state.stats.draws += 1;
+    refresh_programs(ctx);
+    let instances = ctx.state.regs.get(r::VGT_NUM_INSTANCES);
+    let direct = |count, first, index_buffer, initiator| DrawArgs {
+        count,
+        instance_count: instances,
+        first,
+        base_vertex: 0,
+        first_instance: 0,
+        draw_index: 0,
+        index_buffer,
+        initiator,
+        indirect_args: None,
+    };
+    match body {
+        DrawBody::Index2 { max_size, index_base, index_count, initiator } => {
+            ctx.write_register(r::VGT_DMA_MAX_SIZE, max_size);
+            ctx.write_register(r::VGT_DMA_BASE, index_base as u32);
+            ctx.write_register(r::VGT_DMA_BASE_HI, (index_base >> 32) as u32);
+            ctx.write_register(r::VGT_NUM_INDICES, index_count);
+            ctx.write_register(r::VGT_DRAW_INITIATOR, initiator);
+            let ib = IndexBuffer { address: index_base, index_type: index_type(ctx), max_indices: max_size };
+            emit(ctx, direct(index_count, 0, Some(ib), initiator));
+        }
+        DrawBody::IndexAuto { index_count, initiator } => {
+            ctx.write_register(r::VGT_NUM_INDICES, index_count);
+            ctx.write_register(r::VGT_DRAW_INITIATOR, initiator);
+            emit(ctx, direct(index_count, 0, None, initiator));
+        }
+        DrawBody::IndexOffset2 { max_size, index_offset, index_count, initiator } => {
+            ctx.write_register(r::VGT_NUM_INDICES, index_count);
+            ctx.write_register(r::VGT_DRAW_INITIATOR, initiator);
+            let t = index_type(ctx);
+            let ib = IndexBuffer {
+                address: ctx.state.index_base.wrapping_add(u64::from(index_offset) * index_size(t)) & ADDRESS_MASK,
+                index_type: t,
+                max_indices: max_size.saturating_sub(index_offset),
+            };
+            emit(ctx, direct(index_count, index_offset, Some(ib), initiator));
+        }
+        DrawBody::Indirect {
+            indexed,
+            data_offset,
+            base_vtx_loc,
+            start_indx_loc,
+            start_inst_loc,
+            start_indx_enable,
+            initiator,
+        } => {
+            let args = ctx.state.bases.draw_indirect.wrapping_add(u64::from(data_offset)) & ADDRESS_MASK;
+            ctx.write_register(r::VGT_DRAW_INITIATOR, initiator);
+            indirect_draw(ctx, indexed, args, base_vtx_loc, start_indx_loc, start_inst_loc, start_indx_enable, 0, initiator)?;
+        }
+        DrawBody::IndirectMulti {
+            indexed,
+            data_offset,
+            base_vtx_loc,
+            start_indx_loc,
+            start_inst_loc,
+            draw_index_loc,
+            start_indx_enable,
+            count_indirect,
+            draw_index_enable,
+            count,
+            count_address,
+            stride,
+            initiator,
+        } => {
+            let n = if count_indirect { count.min(ctx.read_u32(count_address)?) } else { count };
+            let base = ctx.state.bases.draw_indirect.wrapping_add(u64::from(data_offset));
+            ctx.write_register(r::VGT_DRAW_INITIATOR, initiator);
+            for i in 0..n {
+                if i > 0 {
+                    charge(ctx)?;
+                }
+                if draw_index_enable {
+                    write_loc(ctx, draw_index_loc, i);
+                }
+                let args = base.wrapping_add(u64::from(i) * u64::from(stride)) & ADDRESS_MASK;
+                indirect_draw(ctx, indexed, args, base_vtx_loc, start_indx_loc, start_inst_loc, start_indx_enable, i, initiator)?;
+            }
+        }
+        DrawBody::IndexMultiAuto { prim_count, initiator, index_offset, index_count, .. } => {
+            ctx.write_register(r::VGT_DRAW_INITIATOR, initiator);
+            emit(ctx, direct(prim_count.saturating_mul(index_count), index_offset, None, initiator));
+        }
+    }
+    Ok(Flow::Continue)
+}
+
+/// SET_BASE: index 1 selects the draw or dispatch argument base by the
+/// header's SHADER_TYPE bit.
+pub(crate) fn set_base(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let b = SetBase::decode(p).map_err(|e| ctx.body_err(e))?;
+    let bases = &mut ctx.state.bases;
+    match b.base_index {
+        0 => bases.patch_table = b.address,
+        1 if p.header.shader_type_compute() => bases.dispatch_indirect = b.address,
+        1 => bases.draw_indirect = b.address,
+        2 => bases.ce_dst = b.address,
+        4 => bases.load_index = b.address,
+        5 => bases.sh_offset = b.address,
+        other => tracing::debug!(queue = %ctx.state.queue, "SET_BASE index {other} ignored"),
+    }
+    Ok(Flow::Continue)
+}
+
+pub(crate) fn index_base(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let lo = p.dw(0).map_err(|e| ctx.body_err(e))?;
+    let hi = p.dw(1).map_err(|e| ctx.body_err(e))?;
+    let address = crate::memory::address_from_dwords(lo, hi & 0xFFFF, 1);
+    ctx.state.index_base = address;
+    ctx.write_register(r::VGT_DMA_BASE, address as u32);
+    ctx.write_register(r::VGT_DMA_BASE_HI, (address >> 32) as u32);
+    Ok(Flow::Continue)
+}
+
+pub(crate) fn index_buffer_size(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let size = p.dw(0).map_err(|e| ctx.body_err(e))?;
+    ctx.state.index_buffer_size = size;
+    ctx.write_register(r::VGT_DMA_SIZE, size);
+    Ok(Flow::Continue)
+}
+
+/// INDEX_TYPE sets the same "current index type" as a VGT_INDEX_TYPE write.
+pub(crate) fn index_type_packet(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let v = p.dw(0).map_err(|e| ctx.body_err(e))?;
+    ctx.write_register(r::VGT_DMA_INDEX_TYPE, v);
+    ctx.write_register(r::VGT_INDEX_TYPE, v & 0x4003);
+    Ok(Flow::Continue)
+}
+
+pub(crate) fn num_instances(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let v = p.dw(0).map_err(|e| ctx.body_err(e))?;
+    ctx.write_register(r::VGT_NUM_INSTANCES, v);
+    Ok(Flow::Continue)
+}
+
+/// STRMOUT_BUFFER_UPDATE: sets VGT_STRMOUT_BUFFER_OFFSET_n from the packet,
+/// the filled-size register or memory, and optionally stores the filled
+/// size to memory.
+pub(crate) fn strmout_buffer_update(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let s = StrmoutBufferUpdate::decode(p).map_err(|e| ctx.body_err(e))?;
+    let offset_reg = r::VGT_STRMOUT_BUFFER_OFFSET_0 + s.buffer * 4;
+    let filled_reg = r::VGT_STRMOUT_BUFFER_FILLED_SIZE_0 + s.buffer;
+    if s.update_memory {
+        let filled = ctx.state.regs.get(filled_reg);
+        ctx.write_u32(s.dst, filled)?;
+    }
+    let new_offset = match s.source_select {
+        0 => Some(s.src as u32),
+        1 => Some(ctx.state.regs.get(filled_reg)),
+        2 => Some(ctx.read_u32(s.src)?),
+        _ => None,
+    };
+    if let Some(v) = new_offset {
+        ctx.write_register(offset_reg, v);
+    }
+    Ok(Flow::Continue)
+}

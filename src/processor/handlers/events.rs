@@ -1,0 +1,188 @@
+//! Events and releases: EVENT_WRITE (flushes to the backend; ZPASS,
+//! pipeline-statistics and stream-out samples written through
+//! [`crate::backend::Backend::sample_event`]), RELEASE_MEM and the gfx7
+//! EVENT_WRITE_EOP / EVENT_WRITE_EOS (data write, then fence/interrupt),
+//! ACQUIRE_MEM / SURFACE_SYNC (cache actions) and OCCLUSION_QUERY.
+
+use crate::backend::{CacheAction, Event, Fence, SampleKind};
+use crate::packet::body::{AcquireMem, EventWrite, EventWriteEos, ReleaseMem};
+use crate::packet::{Opcode, Packet};
+use crate::processor::context::{Ctx, Flow};
+use crate::processor::Pm4Error;
+use crate::regs::gfx103;
+
+/// VGT_EVENT_TYPE values with an effect here.
+mod event_type {
+    pub const SAMPLE_STREAMOUTSTATS1: u32 = 0x01;
+    pub const SAMPLE_STREAMOUTSTATS3: u32 = 0x03;
+    pub const ZPASS_DONE: u32 = 0x15;
+    pub const SAMPLE_PIPELINESTAT: u32 = 0x1E;
+    pub const SO_VGTSTREAMOUT_FLUSH: u32 = 0x1F;
+    pub const SAMPLE_STREAMOUTSTATS: u32 = 0x20;
+    pub const PIXEL_PIPE_STAT_DUMP: u32 = 0x39;
+}
+
+pub(crate) fn event_write(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let e = EventWrite::decode(p).map_err(|e| ctx.body_err(e))?;
+    let sample = match e.event_type {
+        event_type::ZPASS_DONE | event_type::PIXEL_PIPE_STAT_DUMP => Some(SampleKind::ZpassDone),
+        event_type::SAMPLE_PIPELINESTAT => Some(SampleKind::PipelineStats),
+        event_type::SAMPLE_STREAMOUTSTATS => Some(SampleKind::StreamoutStats(0)),
+        t @ event_type::SAMPLE_STREAMOUTSTATS1..=event_type::SAMPLE_STREAMOUTSTATS3 => Some(SampleKind::StreamoutStats(t)),
+        _ => None,
+    };
+    if let (Some(kind), Some(address)) = (sample, e.address) {
+        let queue = ctx.state.queue;
+        let rbs = ctx.state.config.render_backends;
+        let r = ctx.backend.sample_event(queue, kind, address, rbs, &mut ctx.memory);
+        r.map_err(|err| ctx.mem_err(err))?;
+        return Ok(Flow::Continue);
+    }
+    if e.event_type == event_type::SO_VGTSTREAMOUT_FLUSH {
+        // The stream-out offsets are flushed at once: OFFSET_UPDATE_DONE.
+        let v = ctx.state.regs.get(gfx103::CP_STRMOUT_CNTL) | 1;
+        ctx.write_register(gfx103::CP_STRMOUT_CNTL, v);
+    }
+    ctx.backend.event(&Event {
+        queue: ctx.state.queue,
+        event_type: e.event_type,
+        event_index: e.event_index,
+        location: ctx.location,
+    });
+    Ok(Flow::Continue)
+}
+
+/// Writes a release's data and reports the fence. `interrupt` says whether
+/// INT_SEL raises an interrupt.
+fn retire(ctx: &mut Ctx<'_>, r: &ReleaseMem, interrupt: bool) -> Result<(), Pm4Error> {
+    if r.cache_control != 0 {
+        let queue = ctx.state.queue;
+        ctx.backend.cache_action(queue, &CacheAction::Release { cache_control: r.cache_control });
+    }
+    let data = match r.data_sel {
+        0 => None,
+        1 => {
+            ctx.write_u32(r.address, r.data as u32)?;
+            Some(r.data & 0xFFFF_FFFF)
+        }
+        2 => {
+            ctx.write_u64(r.address, r.data)?;
+            Some(r.data)
+        }
+        3 | 4 => {
+            let t = ctx.gpu_clock();
+            ctx.write_u64(r.address, t)?;
+            Some(t)
+        }
+        7 if ctx.opcode == Opcode::RELEASE_MEM => {
+            let old = ctx.read_u32(r.address)?;
+            let new = old.wrapping_add(r.data as u32);
+            ctx.write_u32(r.address, new)?;
+            Some(u64::from(new))
+        }
+        _ => {
+            tracing::debug!(queue = %ctx.state.queue, location = %ctx.location, "release DATA_SEL {} (GDS) writes nothing", r.data_sel);
+            None
+        }
+    };
+    ctx.state.stats.fences += 1;
+    ctx.backend.fence(&Fence {
+        queue: ctx.state.queue,
+        opcode: ctx.opcode,
+        event_type: r.event_type,
+        address: r.address,
+        data: data.unwrap_or(0),
+        data_sel: r.data_sel,
+        int_sel: r.int_sel,
+        int_ctxid: r.int_ctxid,
+        interrupt,
+    });
+    Ok(())
+}
+
+pub(crate) fn release_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let r = ReleaseMem::decode(p).map_err(|e| ctx.body_err(e))?;
+    // INT_SEL 1/2/4 interrupt; 5/6 interrupt when the written value equals
+    // CMP_DATA (32/64-bit).
+    let interrupt = match r.int_sel {
+        1 | 2 | 4 => true,
+        5 | 6 => true,
+        _ => false,
+    };
+    retire(ctx, &r, interrupt)?;
+    Ok(Flow::Continue)
+}
+
+pub(crate) fn event_write_eop(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let r = ReleaseMem::decode_eop(p).map_err(|e| ctx.body_err(e))?;
+    retire(ctx, &r, matches!(r.int_sel, 1 | 2))?;
+    Ok(Flow::Continue)
+}
+
+pub(crate) fn event_write_eos(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let e = EventWriteEos::decode(p).map_err(|e| ctx.body_err(e))?;
+    let r = ReleaseMem {
+        event_type: e.event_type,
+        event_index: e.event_index,
+        cache_control: 0,
+        dst_sel: 0,
+        int_sel: 0,
+        // COMMAND 2 stores the 32-bit DATA; GDS commands store nothing here.
+        data_sel: if e.command == 2 { 1 } else { 5 },
+        address: e.address,
+        data: u64::from(e.data),
+        int_ctxid: 0,
+    };
+    retire(ctx, &r, false)?;
+    Ok(Flow::Continue)
+}
+
+pub(crate) fn acquire_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let a = AcquireMem::decode(p).map_err(|e| ctx.body_err(e))?;
+    let size = if a.size == 0xFF_FFFF_FFFF || a.size == 0xFFFF_FFFF { u64::MAX } else { a.size << 8 };
+    let queue = ctx.state.queue;
+    ctx.backend.cache_action(
+        queue,
+        &CacheAction::AcquireMem { base: a.base << 8, size, coher_cntl: a.coher_cntl, gcr_cntl: a.gcr_cntl.unwrap_or(0) },
+    );
+    Ok(Flow::Continue)
+}
+
+pub(crate) fn surface_sync(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let d0 = p.dw(0).map_err(|e| ctx.body_err(e))?;
+    let size = p.dw(1).map_err(|e| ctx.body_err(e))?;
+    let base = p.dw(2).map_err(|e| ctx.body_err(e))?;
+    let size = if size == u32::MAX { u64::MAX } else { u64::from(size) << 8 };
+    let queue = ctx.state.queue;
+    ctx.backend.cache_action(
+        queue,
+        &CacheAction::SurfaceSync { base: u64::from(base) << 8, size, coher_cntl: d0 & 0x7FFF_FFFF },
+    );
+    Ok(Flow::Continue)
+}
+
+/// OCCLUSION_QUERY: adds the sum over render backends of (end - begin) of
+/// the ZPASS records at START to the 64-bit value at QUERY.
+pub(crate) fn occlusion_query(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    use crate::memory::address_from_dwords;
+    let dw = |i| p.dw(i);
+    let (s_lo, s_hi, q_lo, q_hi) = match (dw(0), dw(1), dw(2), dw(3)) {
+        (Ok(a), Ok(b), Ok(c), Ok(d)) => (a, b, c, d),
+        (Err(e), ..) | (_, Err(e), ..) | (_, _, Err(e), _) | (.., Err(e)) => return Err(ctx.body_err(e)),
+    };
+    let start = address_from_dwords(s_lo, s_hi, 4);
+    let query = address_from_dwords(q_lo, q_hi, 2);
+    const VALID: u64 = 1 << 63;
+    let mut sum = 0u64;
+    for rb in 0..u64::from(ctx.state.config.render_backends) {
+        let record = start.wrapping_add(rb * 16);
+        let begin = ctx.read_u64(record)?;
+        let end = ctx.read_u64(record.wrapping_add(8))?;
+        if begin & VALID != 0 && end & VALID != 0 {
+            sum = sum.wrapping_add((end & !VALID).wrapping_sub(begin & !VALID));
+        }
+    }
+    let old = ctx.read_u64(query)?;
+    ctx.write_u64(query, old.wrapping_add(sum))?;
+    Ok(Flow::Continue)
+}

@@ -1,0 +1,57 @@
+//! Packet handlers, one module per concept. Each handler decodes its body
+//! with [`crate::packet::body`] and applies the effect through the context.
+
+pub(crate) mod const_engine;
+pub(crate) mod dispatch;
+pub(crate) mod draw;
+pub(crate) mod events;
+pub(crate) mod indirect;
+pub(crate) mod memory_ops;
+pub(crate) mod nop;
+pub(crate) mod predication;
+pub(crate) mod registers;
+pub(crate) mod wait;
+
+use super::context::Flow;
+use super::{unknown_packet_report, Env, Pm4Error, ProcessorState, UnknownPacketPolicy};
+use crate::backend::NotEmulated;
+use crate::packet::Packet;
+
+/// A type-3 packet without a handler: known opcodes are reported as not
+/// emulated, unknown ones with a hex dump; both are skipped by length (or,
+/// for unknown packets under [`UnknownPacketPolicy::Stop`], stop).
+#[cold]
+pub(crate) fn unhandled(state: &mut ProcessorState, env: &mut Env<'_>, packet: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let opcode = packet.opcode();
+    if opcode.is_known() {
+        if let Some(slot) = state.stats.not_emulated.get_mut(opcode.0 as usize) {
+            *slot += 1;
+        }
+        tracing::debug!(queue = %state.queue, location = %packet.location, "{opcode} is not emulated; skipped");
+        env.backend.not_emulated(&NotEmulated { queue: state.queue, opcode, location: packet.location });
+        return Ok(Flow::Continue);
+    }
+    state.stats.unknown += 1;
+    let report = unknown_packet_report(state.queue, &*env.memory, packet);
+    tracing::warn!(
+        queue = %state.queue,
+        location = %packet.location,
+        header = format_args!("{:#010x}", packet.header.0),
+        "unknown packet (opcode {:#04x}), {} dwords:\n{}",
+        opcode.0,
+        report.length_dw,
+        report.dump
+    );
+    env.backend.unknown_packet(&report);
+    if state.stats.unknown_packets.len() < state.config.max_unknown_reports {
+        state.stats.unknown_packets.push(report);
+    }
+    match state.config.unknown_packet_policy {
+        UnknownPacketPolicy::Skip => Ok(Flow::Continue),
+        UnknownPacketPolicy::Stop => Err(Pm4Error::UnknownPacket {
+            location: packet.location,
+            header: packet.header.0,
+            opcode: opcode.0,
+        }),
+    }
+}

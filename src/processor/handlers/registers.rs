@@ -1,0 +1,208 @@
+//! Register writers: SET_*_REG (and their _INDEX forms), LOAD_*_REG,
+//! LOAD_*_REG_INDEX (including the offset/value-pair tables PS5 drivers load
+//! straight from shader containers), CONTEXT_REG_RMW, REG_RMW, CLEAR_STATE
+//! and CONTEXT_CONTROL.
+
+use crate::memory::GuestMemory;
+use crate::memory::address_from_dwords;
+use crate::packet::body::{LoadRegistersIndex, SetRegisters};
+use crate::packet::{Opcode, Packet};
+use crate::processor::context::{write_register, Ctx, Flow};
+use crate::processor::{Pm4Error, ProcessorState};
+use crate::regs::space;
+
+/// `(space base, space size)` of the space an opcode writes.
+fn space_of(opcode: Opcode) -> (u32, u32) {
+    match opcode {
+        Opcode::SET_CONFIG_REG | Opcode::LOAD_CONFIG_REG => (space::CONFIG, space::SH - space::CONFIG),
+        Opcode::SET_CONTEXT_REG
+        | Opcode::SET_CONTEXT_REG_INDEX
+        | Opcode::LOAD_CONTEXT_REG
+        | Opcode::LOAD_CONTEXT_REG_INDEX => (space::CONTEXT, space::UCONFIG - space::CONTEXT),
+        Opcode::SET_SH_REG | Opcode::SET_SH_REG_INDEX | Opcode::LOAD_SH_REG | Opcode::LOAD_SH_REG_INDEX => {
+            (space::SH, space::SH_SIZE)
+        }
+        _ => (space::UCONFIG, space::UCONFIG_SIZE),
+    }
+}
+
+/// Writes `values` to consecutive registers of a space from `offset`;
+/// values that would run past the space's end are dropped and logged.
+fn write_run(state: &mut ProcessorState, base: u32, size: u32, offset: u32, values: &[u32]) {
+    for (i, value) in values.iter().enumerate() {
+        let relative = offset.saturating_add(i as u32);
+        if relative >= size {
+            tracing::warn!(
+                queue = %state.queue,
+                "register run from {:#x} leaves its space after {i} of {} values",
+                base + offset,
+                values.len()
+            );
+            return;
+        }
+        write_register(state, base + relative, *value);
+    }
+}
+
+pub(crate) fn set_reg(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let set = SetRegisters::decode(p).map_err(|e| ctx.body_err(e))?;
+    let (base, size) = space_of(p.opcode());
+    write_run(ctx.state, base, size, set.offset, set.values);
+    Ok(Flow::Continue)
+}
+
+/// LOAD_UCONFIG/SH/CONFIG/CONTEXT_REG: (offset, count) ranges from a memory
+/// image of the register space.
+pub(crate) fn load_reg(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let base_address = address_from_dwords(p.dw(0).map_err(|e| ctx.body_err(e))?, p.dw(1).map_err(|e| ctx.body_err(e))?, 2);
+    let (base, size) = space_of(p.opcode());
+    for pair in p.body.get(2..).unwrap_or(&[]).chunks_exact(2) {
+        let offset = pair[0] & 0xFFFF;
+        let count = pair[1] & 0x3FFF;
+        let mut buf = [0u32; 64];
+        let mut done = 0u32;
+        while done < count {
+            let n = (count - done).min(buf.len() as u32);
+            let chunk = &mut buf[..n as usize];
+            let address = base_address.wrapping_add(u64::from(offset + done) * 4);
+            ctx.memory.read_dwords(address, chunk).map_err(|e| ctx.mem_err(e))?;
+            write_run(ctx.state, base, size, offset + done, chunk);
+            done += n;
+        }
+    }
+    Ok(Flow::Continue)
+}
+
+/// Is `offset` (as stored in an offset/value table) a padding entry?
+/// Tables pad with 0xFFFFFFFF and with per-space ids that have bit 31 set.
+#[inline]
+fn is_padding(offset: u32) -> bool {
+    offset == u32::MAX || offset & 0x8000_0000 != 0
+}
+
+/// LOAD_SH/UCONFIG/CONTEXT_REG_INDEX.
+pub(crate) fn load_reg_index(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let load = LoadRegistersIndex::decode(p).map_err(|e| ctx.body_err(e))?;
+    let address = if load.index == 1 {
+        ctx.state.bases.load_index.wrapping_add(u64::from(load.address_hi)) & crate::memory::ADDRESS_MASK
+    } else {
+        address_from_dwords(load.address_lo, load.address_hi & 0xFFFF, 2)
+    };
+    let (base, size) = space_of(p.opcode());
+    if load.pairs {
+        let mut buf = [0u32; 64];
+        let total = u64::from(load.num_dwords) * 2;
+        let mut done = 0u64;
+        while done < total {
+            let n = (total - done).min(buf.len() as u64) as usize;
+            let chunk = &mut buf[..n];
+            ctx.memory.read_dwords(address.wrapping_add(done * 4), chunk).map_err(|e| ctx.mem_err(e))?;
+            for pair in chunk.chunks_exact(2) {
+                let (offset, value) = (pair[0], pair[1]);
+                if is_padding(offset) {
+                    continue;
+                }
+                // Selector bits [30:28] are not part of the offset.
+                let relative = offset & 0x0FFF_FFFF & 0xFFFF;
+                if relative < size {
+                    write_register(ctx.state, base + relative, value);
+                }
+            }
+            done += n as u64;
+        }
+    } else {
+        let mut buf = [0u32; 64];
+        let mut done = 0u32;
+        while done < load.num_dwords {
+            let n = (load.num_dwords - done).min(buf.len() as u32);
+            let chunk = &mut buf[..n as usize];
+            ctx.memory.read_dwords(address.wrapping_add(u64::from(done) * 4), chunk).map_err(|e| ctx.mem_err(e))?;
+            write_run(ctx.state, base, size, load.reg_offset + done, chunk);
+            done += n;
+        }
+    }
+    Ok(Flow::Continue)
+}
+
+pub(crate) fn context_reg_rmw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let d = |i| p.dw(i);
+    let (offset, mask, data) = match (d(0), d(1), d(2)) {
+        (Ok(o), Ok(m), Ok(v)) => (o & 0xFFFF, m, v),
+        (Err(e), ..) | (_, Err(e), _) | (.., Err(e)) => return Err(ctx.body_err(e)),
+    };
+    if offset < space::CONTEXT_SIZE {
+        let register = space::CONTEXT + offset;
+        let old = ctx.state.regs.get(register);
+        ctx.write_register(register, (old & !mask) | (data & mask));
+    }
+    Ok(Flow::Continue)
+}
+
+pub(crate) fn reg_rmw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let d0 = p.dw(0).map_err(|e| ctx.body_err(e))?;
+    let d1 = p.dw(1).map_err(|e| ctx.body_err(e))?;
+    let d2 = p.dw(2).map_err(|e| ctx.body_err(e))?;
+    let register = d0 & 0x3FFFF;
+    let and_mask = if d0 & (1 << 31) != 0 { ctx.state.regs.get(d1 & 0x3FFFF) } else { d1 };
+    let or_mask = if d0 & (1 << 30) != 0 { ctx.state.regs.get(d2 & 0x3FFFF) } else { d2 };
+    let old = ctx.state.regs.get(register);
+    ctx.write_register(register, (old & and_mask) | or_mask);
+    Ok(Flow::Continue)
+}
+
+/// Saves the context registers on the context stack (bounded at 8).
+pub(crate) fn push_context(state: &mut ProcessorState) {
+    if state.context_stack.len() >= 8 {
+        tracing::warn!(queue = %state.queue, "context push ignored: 8 contexts already saved");
+        return;
+    }
+    let saved: Box<[u32]> = state.regs.range(space::CONTEXT, space::CONTEXT_SIZE).into();
+    state.context_stack.push(saved);
+}
+
+/// Restores the context registers saved by the last push.
+pub(crate) fn pop_context(state: &mut ProcessorState) {
+    match state.context_stack.pop() {
+        Some(saved) => {
+            for (i, value) in saved.iter().enumerate() {
+                write_register(state, space::CONTEXT + i as u32, *value);
+            }
+        }
+        None => tracing::warn!(queue = %state.queue, "context pop with nothing saved"),
+    }
+}
+
+/// CLEAR_STATE: CMD 0 clears the context registers to their defaults
+/// (zero: the kernel's clear-state image is not part of a stream), 1 pushes,
+/// 2 pops, 3 pushes then clears.
+pub(crate) fn clear_state(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let cmd = p.body.first().map_or(0, |d| d & 0xF);
+    if cmd == 1 || cmd == 3 {
+        push_context(ctx.state);
+    }
+    if cmd == 2 {
+        pop_context(ctx.state);
+    }
+    if cmd == 0 || cmd == 3 {
+        for i in 0..space::CONTEXT_SIZE {
+            write_register(ctx.state, space::CONTEXT + i, 0);
+        }
+    }
+    Ok(Flow::Continue)
+}
+
+/// CONTEXT_CONTROL: register shadowing enables; every register already lives
+/// in the register file, so only the enables are kept.
+pub(crate) fn context_control(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let load = p.dw(0).map_err(|e| ctx.body_err(e))?;
+    let shadow = p.dw(1).map_err(|e| ctx.body_err(e))?;
+    let (mut l, mut s) = ctx.state.context_control;
+    if load & (1 << 31) != 0 {
+        l = load;
+    }
+    if shadow & (1 << 31) != 0 {
+        s = shadow;
+    }
+    ctx.state.context_control = (l, s);
+    Ok(Flow::Continue)
+}

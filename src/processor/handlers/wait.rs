@@ -1,0 +1,87 @@
+//! Packets that wait: WAIT_REG_MEM / WAIT_REG_MEM64, REWIND and
+//! MEM_SEMAPHORE. A wait that is not satisfied suspends the processor
+//! ([`Flow::Suspend`]): the packet runs again when the queue resumes.
+
+use crate::packet::body::{MemSemaphore, PollTarget, WaitRegMem};
+use crate::packet::Packet;
+use crate::processor::context::{Ctx, Flow};
+use crate::processor::{Pm4Error, SuspendReason};
+
+pub(crate) fn wait_reg_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let w = WaitRegMem::decode(p).map_err(|e| ctx.body_err(e))?;
+    // OPERATION 1 (write, wait, write): REFERENCE goes to the first register
+    // before the second is polled.
+    let target = match (w.operation, w.target) {
+        (1, PollTarget::Register(first)) => {
+            ctx.write_register(first, w.reference as u32);
+            PollTarget::Register(w.write_register2)
+        }
+        (_, t) => t,
+    };
+    let value = match target {
+        PollTarget::Memory(address) => {
+            if w.is_64 {
+                ctx.read_u64(address)?
+            } else {
+                u64::from(ctx.read_u32(address)?)
+            }
+        }
+        PollTarget::Register(register) => {
+            let lo = u64::from(ctx.state.regs.get(register));
+            if w.is_64 {
+                lo | (u64::from(ctx.state.regs.get(register.wrapping_add(1))) << 32)
+            } else {
+                lo
+            }
+        }
+    };
+    if w.function.test(value & w.mask, w.reference) {
+        Ok(Flow::Continue)
+    } else {
+        Ok(Flow::Suspend(SuspendReason::WaitRegMem {
+            target,
+            function: w.function,
+            reference: w.reference,
+            mask: w.mask,
+            current: value,
+            is_64: w.is_64,
+        }))
+    }
+}
+
+/// REWIND: wait until the producer sets VALID (bit 31) in the packet's own
+/// body dword, which the loop re-reads from memory on every resume.
+pub(crate) fn rewind(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let control = p.dw(0).map_err(|e| ctx.body_err(e))?;
+    if control & (1 << 31) != 0 {
+        Ok(Flow::Continue)
+    } else {
+        Ok(Flow::Suspend(SuspendReason::Rewind { address: ctx.location.address().wrapping_add(4) }))
+    }
+}
+
+/// MEM_SEMAPHORE: signal increments (or sets to 1) the 64-bit semaphore;
+/// wait blocks while it is zero, then decrements it.
+pub(crate) fn mem_semaphore(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let s = MemSemaphore::decode(p).map_err(|e| ctx.body_err(e))?;
+    let value = ctx.read_u64(s.address)?;
+    match s.sem_sel {
+        6 => {
+            let new = if s.write_one { 1 } else { value.wrapping_add(1) };
+            ctx.write_u64(s.address, new)?;
+            Ok(Flow::Continue)
+        }
+        7 => {
+            if value == 0 {
+                Ok(Flow::Suspend(SuspendReason::MemSemaphore { address: s.address }))
+            } else {
+                ctx.write_u64(s.address, value - 1)?;
+                Ok(Flow::Continue)
+            }
+        }
+        _ => Err(ctx.body_err(crate::packet::body::BodyError::Invalid {
+            opcode: p.opcode(),
+            what: "SEM_SEL is neither signal (6) nor wait (7)",
+        })),
+    }
+}

@@ -1,0 +1,650 @@
+//! The command processor of one queue and its ProcessPm4 loop.
+//!
+//! A [`Processor`] owns a queue's register file and its resumable
+//! [`Pm4Execution`]s (the drawing engine's and the constant engine's).
+//! [`Processor::process`] walks packets from the cursor: read the header,
+//! check the length against the buffer, find the handler in the
+//! compile-time [`tables`], run it, advance. It returns when the submission
+//! ends, when a packet must wait ([`ProcessStatus::Suspended`]) or when a
+//! slice's packet budget is spent; calling it again resumes exactly there.
+//! It never blocks a thread.
+
+mod context;
+pub mod error;
+pub mod execution;
+pub(crate) mod handlers;
+pub mod tables;
+mod window;
+
+pub use error::Pm4Error;
+pub use handlers::nop::convention_name as nop_convention;
+pub use execution::{Cursor, Pm4Execution, Predication, SuspendReason};
+
+use crate::backend::{Backend, ProgramBinding, QueueId, UnknownPacket};
+use crate::memory::GuestMemory;
+use crate::packet::{Header, Opcode, Packet, PacketLocation, PacketType};
+use crate::regs::RegisterFile;
+use crate::shader::ShaderRegistry;
+use context::{Ctx, Flow, WatchedMemory};
+use window::PrefetchWindow;
+
+/// What to do with a packet whose opcode the gfx10.3 map does not name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum UnknownPacketPolicy {
+    /// Report it (with its hex dump) and skip it by its length.
+    #[default]
+    Skip,
+    /// Report it and stop the submission with [`Pm4Error::UnknownPacket`].
+    Stop,
+}
+
+/// What a host-command NOP asks for (see [`HOST_COMMAND_SIGNATURE`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostCommand {
+    /// Present a frame: [`Backend::flip`].
+    Flip,
+    /// Push a debug marker; the payload after the code dword is its text.
+    PushMarker,
+    /// Pop a debug marker.
+    PopMarker,
+    /// Save the context registers (0xA000..0xA400) on the context stack.
+    ContextPush,
+    /// Restore the context registers saved by the last `ContextPush`.
+    ContextPop,
+    /// Handed to [`Backend::host_command`] with its payload.
+    Custom,
+}
+
+/// The first body dword of a host-command NOP is `HOST_COMMAND_SIGNATURE |
+/// code` (code = low 16 bits); the embedding emulator maps codes to
+/// [`HostCommand`]s in [`ProcessorConfig::host_commands`]. A NOP with the
+/// signature and an unregistered code is a plain NOP.
+pub const HOST_COMMAND_SIGNATURE: u32 = 0x504D_0000;
+
+/// Settings of a processor.
+#[derive(Clone, Debug)]
+pub struct ProcessorConfig {
+    /// Most buffers on the IB stack at once (the submitted buffer counts).
+    pub max_ib_depth: usize,
+    /// Most packets one submission may run: stops IB cycles.
+    pub work_budget: u64,
+    /// Unknown packets: skip or stop.
+    pub unknown_packet_policy: UnknownPacketPolicy,
+    /// Render backends writing ZPASS counts (16 on gfx10.3 parts).
+    pub render_backends: u32,
+    /// Host-command codes the embedding emulator registered.
+    pub host_commands: Vec<(u16, HostCommand)>,
+    /// Most unknown-packet reports kept in [`ProcessorStats::unknown_packets`].
+    pub max_unknown_reports: usize,
+}
+
+impl Default for ProcessorConfig {
+    fn default() -> Self {
+        Self {
+            max_ib_depth: 8,
+            work_budget: 1 << 26,
+            unknown_packet_policy: UnknownPacketPolicy::Skip,
+            render_backends: 16,
+            host_commands: Vec::new(),
+            max_unknown_reports: 64,
+        }
+    }
+}
+
+/// Where a processor's effects go: guest memory, the backend and the shader
+/// registry, all borrowed for one call.
+pub struct Env<'a> {
+    pub memory: &'a mut dyn GuestMemory,
+    pub backend: &'a mut dyn Backend,
+    pub shaders: &'a mut ShaderRegistry,
+}
+
+/// How a call to [`Processor::process`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcessStatus {
+    /// Nothing to run.
+    Idle,
+    /// The submission ran to its end.
+    Completed,
+    /// A packet must wait; call again when the reason may have changed.
+    Suspended(SuspendReason),
+    /// The slice's packet budget is spent; call again to go on.
+    Yielded,
+}
+
+/// Counters of one processor, over its lifetime.
+#[derive(Clone, Debug)]
+pub struct ProcessorStats {
+    /// Every packet decoded (executed or skipped).
+    pub packets: u64,
+    /// Type-3 packets by opcode (executed or skipped).
+    pub by_opcode: [u64; 256],
+    /// Type-0 packets.
+    pub type0: u64,
+    /// Type-2 fillers.
+    pub type2: u64,
+    /// Draw packets executed (a multi-draw packet counts once).
+    pub draws: u64,
+    /// Dispatch packets executed.
+    pub dispatches: u64,
+    /// Packets skipped by predication, COND_EXEC or PRED_EXEC.
+    pub skipped: u64,
+    /// Releases that retired (RELEASE_MEM, EVENT_WRITE_EOP/EOS).
+    pub fences: u64,
+    /// Times a packet suspended the processor.
+    pub waits: u64,
+    /// Known packets that are decoded but not emulated, by opcode.
+    pub not_emulated: [u64; 256],
+    /// Unknown packets seen.
+    pub unknown: u64,
+    /// The first reports of unknown packets.
+    pub unknown_packets: Vec<UnknownPacket>,
+    /// Dwords consumed.
+    pub dwords: u64,
+}
+
+impl Default for ProcessorStats {
+    fn default() -> Self {
+        Self {
+            packets: 0,
+            by_opcode: [0; 256],
+            type0: 0,
+            type2: 0,
+            draws: 0,
+            dispatches: 0,
+            skipped: 0,
+            fences: 0,
+            waits: 0,
+            not_emulated: [0; 256],
+            unknown: 0,
+            unknown_packets: Vec::new(),
+            dwords: 0,
+        }
+    }
+}
+
+/// Which engine a stream runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// The drawing engine (PFP + ME), or the MEC on compute queues.
+    De,
+    /// The constant engine (graphics queue, INDIRECT_BUFFER_CONST).
+    Ce,
+}
+
+/// Base addresses set by SET_BASE.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Bases {
+    /// Index 0: display-list patch table.
+    pub patch_table: u64,
+    /// Index 1 with SHADER_TYPE = 0: draw indirect arguments.
+    pub draw_indirect: u64,
+    /// Index 1 with SHADER_TYPE = 1: dispatch indirect arguments.
+    pub dispatch_indirect: u64,
+    /// Index 4: LOAD_*_REG_INDEX base.
+    pub load_index: u64,
+    /// Index 5: SET_SH_REG_OFFSET indirect data.
+    pub sh_offset: u64,
+    /// CE index 2: DUMP_CONST_RAM_OFFSET base.
+    pub ce_dst: u64,
+}
+
+/// Size of the constant engine's RAM.
+pub const CE_RAM_BYTES: usize = 48 * 1024;
+
+/// State groups a register write can touch; a draw reports which changed
+/// since the previous draw.
+pub mod state_group {
+    pub const VIEWPORT: u32 = 1 << 0;
+    pub const SCISSOR: u32 = 1 << 1;
+    pub const RENDER_TARGETS: u32 = 1 << 2;
+    pub const DEPTH: u32 = 1 << 3;
+    pub const PROGRAMS: u32 = 1 << 4;
+    pub const USER_DATA: u32 = 1 << 5;
+    pub const PRIMITIVE: u32 = 1 << 6;
+    pub const INDEX: u32 = 1 << 7;
+    pub const INSTANCES: u32 = 1 << 8;
+    pub const COMPUTE_PROGRAM: u32 = 1 << 9;
+    pub const STREAMOUT: u32 = 1 << 10;
+}
+
+/// Everything handlers may change besides the executions.
+pub struct ProcessorState {
+    pub queue: QueueId,
+    pub regs: RegisterFile,
+    pub config: ProcessorConfig,
+    pub stats: ProcessorStats,
+    pub bases: Bases,
+    /// INDEX_BASE.
+    pub index_base: u64,
+    /// INDEX_BUFFER_SIZE (indices).
+    pub index_buffer_size: u32,
+    /// State groups changed since the last draw.
+    pub dirty: u32,
+    /// Programs bound per graphics stage (resolved lazily at draws).
+    pub programs: [ProgramBinding; 4],
+    /// The compute program (resolved lazily at dispatches).
+    pub compute_program: ProgramBinding,
+    /// Registry generation the bindings were resolved against.
+    pub(crate) programs_generation: u64,
+    pub ce_ram: Box<[u8]>,
+    pub ce_counter: u32,
+    pub de_counter: u32,
+    /// CE buffers launched by INDIRECT_BUFFER_CONST and not started yet.
+    pub(crate) ce_pending: Vec<(u64, u32)>,
+    /// Context registers saved by CLEAR_STATE push / host ContextPush.
+    pub(crate) context_stack: Vec<Box<[u32]>>,
+    /// CONTEXT_CONTROL load/shadow enables.
+    pub context_control: (u32, u32),
+    /// Deterministic clock for timestamps when the backend has none.
+    pub clock: u64,
+}
+
+impl ProcessorState {
+    fn new(queue: QueueId, config: ProcessorConfig) -> Self {
+        Self {
+            queue,
+            regs: RegisterFile::new(),
+            config,
+            stats: ProcessorStats::default(),
+            bases: Bases::default(),
+            index_base: 0,
+            index_buffer_size: 0,
+            dirty: u32::MAX,
+            programs: Default::default(),
+            compute_program: ProgramBinding::default(),
+            programs_generation: u64::MAX,
+            ce_ram: vec![0u8; CE_RAM_BYTES].into_boxed_slice(),
+            ce_counter: 0,
+            de_counter: 0,
+            ce_pending: Vec::with_capacity(8),
+            context_stack: Vec::new(),
+            context_control: (0, 0),
+            clock: 0,
+        }
+    }
+}
+
+/// The command processor of one queue.
+pub struct Processor {
+    de: Pm4Execution,
+    ce: Pm4Execution,
+    window: PrefetchWindow,
+    state: ProcessorState,
+}
+
+impl std::fmt::Debug for Processor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Processor")
+            .field("queue", &self.state.queue)
+            .field("de", &self.de)
+            .field("ce", &self.ce)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How one stream's run ended.
+enum StreamStatus {
+    Completed,
+    Suspended(SuspendReason),
+    Yielded,
+    /// The drawing engine launched or unblocked the constant engine.
+    RunConstantEngine,
+}
+
+impl Processor {
+    /// A processor for `queue` with the default configuration.
+    pub fn new(queue: QueueId) -> Self {
+        Self::with_config(queue, ProcessorConfig::default())
+    }
+
+    /// A processor for `queue`.
+    pub fn with_config(queue: QueueId, config: ProcessorConfig) -> Self {
+        let depth = config.max_ib_depth;
+        Self {
+            de: Pm4Execution::new(depth),
+            ce: Pm4Execution::new(depth),
+            window: PrefetchWindow::new(),
+            state: ProcessorState::new(queue, config),
+        }
+    }
+
+    /// The queue this processor serves.
+    pub fn queue(&self) -> QueueId {
+        self.state.queue
+    }
+
+    /// The register file.
+    pub fn registers(&self) -> &RegisterFile {
+        &self.state.regs
+    }
+
+    /// The register file, for host-side set-up.
+    pub fn registers_mut(&mut self) -> &mut RegisterFile {
+        &mut self.state.regs
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &ProcessorStats {
+        &self.state.stats
+    }
+
+    /// All handler-visible state.
+    pub fn state(&self) -> &ProcessorState {
+        &self.state
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ProcessorConfig {
+        &self.state.config
+    }
+
+    /// The drawing engine's execution (cursor, IB stack, predication).
+    pub fn execution(&self) -> &Pm4Execution {
+        &self.de
+    }
+
+    /// The constant engine's execution.
+    pub fn constant_engine(&self) -> &Pm4Execution {
+        &self.ce
+    }
+
+    /// True when no submission is running.
+    pub fn is_idle(&self) -> bool {
+        self.de.is_idle() && self.ce.is_idle() && self.state.ce_pending.is_empty()
+    }
+
+    /// Why the processor is suspended, if it is.
+    pub fn suspended(&self) -> Option<SuspendReason> {
+        self.de.suspended.or(self.ce.suspended)
+    }
+
+    /// Starts a submission of `size_dw` dwords at `address`.
+    pub fn submit(&mut self, address: u64, size_dw: u32) -> Result<(), Pm4Error> {
+        if !self.is_idle() {
+            return Err(Pm4Error::Busy);
+        }
+        self.de.start(address & crate::memory::ADDRESS_MASK, size_dw);
+        Ok(())
+    }
+
+    /// Drops the running submission.
+    pub fn abort(&mut self) {
+        self.de.reset();
+        self.ce.reset();
+        self.state.ce_pending.clear();
+    }
+
+    /// Runs until the submission ends or must wait.
+    pub fn process(&mut self, env: &mut Env<'_>) -> Result<ProcessStatus, Pm4Error> {
+        self.process_slice(env, u64::MAX)
+    }
+
+    /// Runs at most `max_packets` packets.
+    pub fn process_slice(&mut self, env: &mut Env<'_>, max_packets: u64) -> Result<ProcessStatus, Pm4Error> {
+        if self.is_idle() {
+            return Ok(ProcessStatus::Idle);
+        }
+        // The host may have written memory since the last call.
+        self.window.invalidate();
+        let mut budget = max_packets;
+        let result = self.drive(env, &mut budget);
+        if result.is_err() {
+            self.abort();
+        }
+        result
+    }
+
+    fn run(&mut self, engine: Engine, env: &mut Env<'_>, budget: &mut u64) -> Result<StreamStatus, Pm4Error> {
+        let exec = match engine {
+            Engine::De => &mut self.de,
+            Engine::Ce => {
+                if self.ce.is_idle() && !self.state.ce_pending.is_empty() {
+                    let (address, size) = self.state.ce_pending.remove(0);
+                    self.ce.start(address, size);
+                }
+                &mut self.ce
+            }
+        };
+        run_stream(engine, exec, &mut self.window, &mut self.state, env, budget)
+    }
+
+    fn ce_has_work(&self) -> bool {
+        !self.ce.is_idle() || !self.state.ce_pending.is_empty()
+    }
+
+    fn drive(&mut self, env: &mut Env<'_>, budget: &mut u64) -> Result<ProcessStatus, Pm4Error> {
+        loop {
+            if self.de.is_idle() {
+                // The drawing engine is done; let the constant engine finish.
+                if !self.ce_has_work() {
+                    return Ok(ProcessStatus::Completed);
+                }
+                match self.run(Engine::Ce, env, budget)? {
+                    StreamStatus::Completed | StreamStatus::RunConstantEngine => continue,
+                    StreamStatus::Suspended(r) => return Ok(ProcessStatus::Suspended(r)),
+                    StreamStatus::Yielded => return Ok(ProcessStatus::Yielded),
+                }
+            }
+            match self.run(Engine::De, env, budget)? {
+                StreamStatus::Completed => continue,
+                StreamStatus::Yielded => return Ok(ProcessStatus::Yielded),
+                StreamStatus::RunConstantEngine => {
+                    if self.ce_has_work() {
+                        if let StreamStatus::Yielded = self.run(Engine::Ce, env, budget)? {
+                            return Ok(ProcessStatus::Yielded);
+                        }
+                    }
+                }
+                StreamStatus::Suspended(reason) => {
+                    if let SuspendReason::WaitOnCeCounter { .. } = reason {
+                        if self.ce_has_work() {
+                            let before = self.ce.packets;
+                            let status = self.run(Engine::Ce, env, budget)?;
+                            if let StreamStatus::Yielded = status {
+                                return Ok(ProcessStatus::Yielded);
+                            }
+                            if self.ce.packets != before || self.ce.is_idle() {
+                                continue;
+                            }
+                        }
+                    }
+                    return Ok(ProcessStatus::Suspended(reason));
+                }
+            }
+        }
+    }
+}
+
+/// The ProcessPm4 loop over one stream.
+fn run_stream(
+    engine: Engine,
+    exec: &mut Pm4Execution,
+    window: &mut PrefetchWindow,
+    state: &mut ProcessorState,
+    env: &mut Env<'_>,
+    budget: &mut u64,
+) -> Result<StreamStatus, Pm4Error> {
+    exec.suspended = None;
+    loop {
+        if !exec.pop_finished() {
+            exec.reset();
+            return Ok(StreamStatus::Completed);
+        }
+        if *budget == 0 {
+            return Ok(StreamStatus::Yielded);
+        }
+        let depth = exec.depth() - 1;
+        let cursor = match exec.top() {
+            Some(c) => *c,
+            None => return Ok(StreamStatus::Completed),
+        };
+        let location = cursor.location();
+        let remaining = cursor.remaining_dw();
+        let address = cursor.address();
+
+        let start = window
+            .ensure(&*env.memory, address, 1, remaining)
+            .map_err(|source| Pm4Error::Memory { location, opcode: Opcode::NOP, source })?;
+        let header = Header(window.slice(start, 1).first().copied().unwrap_or(0));
+        let Some(length) = header.length_dw() else {
+            return Err(Pm4Error::Type1Header { location, header: header.0 });
+        };
+        if length > remaining {
+            return Err(Pm4Error::PacketOverrun { location, header: header.0, length_dw: length, remaining_dw: remaining });
+        }
+
+        exec.packets += 1;
+        if exec.packets > state.config.work_budget {
+            return Err(Pm4Error::WorkBudgetExhausted { location, budget: state.config.work_budget });
+        }
+        *budget -= 1;
+
+        // COND_EXEC / PRED_EXEC skips: whole packets while they fit.
+        if exec.skip_dw > 0 {
+            let n = length.min(exec.skip_dw);
+            exec.skip_dw -= n;
+            advance(exec, depth, n);
+            count_packet(state, header, n);
+            state.stats.skipped += 1;
+            continue;
+        }
+
+        match header.packet_type() {
+            PacketType::Type2 => {
+                advance(exec, depth, 1);
+                count_packet(state, header, 1);
+                continue;
+            }
+            PacketType::Type0 => {
+                let start = window
+                    .ensure(&*env.memory, address, length, remaining)
+                    .map_err(|source| Pm4Error::Memory { location, opcode: Opcode::NOP, source })?;
+                let words = window.slice(start, length);
+                let base = header.type0_base();
+                for (i, value) in words.iter().skip(1).enumerate() {
+                    context::write_register(state, base.wrapping_add(i as u32), *value);
+                }
+                tracing::debug!(queue = %state.queue, %location, "type-0 packet writes registers from {base:#x}");
+                advance(exec, depth, length);
+                count_packet(state, header, length);
+                continue;
+            }
+            PacketType::Type1 | PacketType::Type3 => {}
+        }
+
+        if header.predicate() && exec.predication.skip {
+            advance(exec, depth, length);
+            count_packet(state, header, length);
+            state.stats.skipped += 1;
+            continue;
+        }
+
+        let start = window
+            .ensure(&*env.memory, address, length, remaining)
+            .map_err(|source| Pm4Error::Memory { location, opcode: header.opcode(), source })?;
+        let window_range = window.range();
+        let words = window.slice(start, length);
+        let body = words.get(1..length as usize).unwrap_or(&[]);
+        let packet = Packet { header, body, location };
+        let opcode = header.opcode();
+
+        // Advance before running: a call (INDIRECT_BUFFER) returns past it.
+        advance(exec, depth, length);
+
+        let mut stale = false;
+        let flow = match tables::OPCODE_HANDLERS[opcode.0 as usize] {
+            Some(handler) => {
+                let mut ctx = Ctx {
+                    engine,
+                    exec: &mut *exec,
+                    state: &mut *state,
+                    memory: WatchedMemory::new(&mut *env.memory, window_range),
+                    backend: &mut *env.backend,
+                    shaders: &mut *env.shaders,
+                    location,
+                    opcode,
+                };
+                let flow = handler(&mut ctx, &packet);
+                stale = ctx.memory.touched_window();
+                flow?
+            }
+            None => handlers::unhandled(state, env, &packet)?,
+        };
+
+        if stale {
+            window.invalidate();
+        }
+        match flow {
+            Flow::Continue => count_packet(state, header, length),
+            Flow::RunConstantEngine => {
+                count_packet(state, header, length);
+                return Ok(StreamStatus::RunConstantEngine);
+            }
+            Flow::Suspend(reason) => {
+                // Re-executed on resume: put the cursor back on the packet.
+                if let Some(c) = exec.at_mut(depth) {
+                    c.offset_dw = location.offset_dw;
+                }
+                exec.suspended = Some(reason);
+                state.stats.waits += 1;
+                return Ok(StreamStatus::Suspended(reason));
+            }
+        }
+    }
+}
+
+#[inline]
+fn advance(exec: &mut Pm4Execution, depth: usize, n: u32) {
+    if let Some(c) = exec.at_mut(depth) {
+        c.offset_dw = c.offset_dw.saturating_add(n);
+    }
+}
+
+#[inline]
+fn count_packet(state: &mut ProcessorState, header: Header, length: u32) {
+    let stats = &mut state.stats;
+    stats.packets += 1;
+    stats.dwords += u64::from(length);
+    match header.packet_type() {
+        PacketType::Type3 => {
+            if let Some(slot) = stats.by_opcode.get_mut(header.opcode().0 as usize) {
+                *slot += 1;
+            }
+        }
+        PacketType::Type2 => stats.type2 += 1,
+        PacketType::Type0 | PacketType::Type1 => stats.type0 += 1,
+    }
+}
+
+/// A report of an unknown packet: its surroundings as a hex dump.
+pub(crate) fn unknown_packet_report(
+    queue: QueueId,
+    memory: &dyn GuestMemory,
+    packet: &Packet<'_>,
+) -> UnknownPacket {
+    let loc: PacketLocation = packet.location;
+    let first = loc.offset_dw.saturating_sub(16);
+    let last = loc
+        .offset_dw
+        .saturating_add(17)
+        .min(loc.buffer_size_dw);
+    let mut dump = String::new();
+    for offset in first..last {
+        let address = loc.buffer.wrapping_add(u64::from(offset) * 4);
+        let marker = if offset == loc.offset_dw { '>' } else { ' ' };
+        let word = match memory.read_u32(address) {
+            Ok(w) => hex::encode(w.to_be_bytes()),
+            Err(_) => "????????".to_string(),
+        };
+        dump.push_str(&format!("{marker}{address:#014x}: {word}\n"));
+    }
+    UnknownPacket {
+        queue: queue.0,
+        address: loc.address(),
+        header: packet.header.0,
+        opcode: packet.header.opcode().0,
+        length_dw: packet.header.length_dw().unwrap_or(1),
+        dump,
+    }
+}

@@ -1,0 +1,242 @@
+//! The four dispatch tables, built at compile time: CP opcode → packet
+//! handler (256 entries), and context (0xA000..0xA3FF), SH (0x2C00..0x2FFF)
+//! and uconfig (0xC000..0xFFFF) register → register handler. A register
+//! without a handler is still stored in the register file; a handler only
+//! adds behaviour (marking the state groups a draw reports as changed).
+//! The custom-NOP table is in [`super::handlers::nop`].
+
+use super::context::{Ctx, Flow};
+use super::handlers::{const_engine, dispatch, draw, events, indirect, memory_ops, nop, predication, registers, wait};
+use super::{state_group, Pm4Error, ProcessorState};
+use crate::packet::{Opcode, Packet};
+use crate::regs::gfx103 as r;
+use crate::regs::space;
+
+/// A packet handler.
+pub(crate) type OpcodeHandler = for<'a, 'b, 'c> fn(&'a mut Ctx<'b>, &'a Packet<'c>) -> Result<Flow, Pm4Error>;
+
+/// A register handler: runs after the value is stored.
+pub type RegisterHandler = fn(&mut ProcessorState, u32, u32);
+
+const fn opcode_table() -> [Option<OpcodeHandler>; 256] {
+    let mut t: [Option<OpcodeHandler>; 256] = [None; 256];
+    macro_rules! set {
+        ($($op:ident => $h:expr),* $(,)?) => { $( t[Opcode::$op.0 as usize] = Some($h); )* };
+    }
+    set! {
+        NOP => nop::nop,
+        SET_BASE => draw::set_base,
+        CLEAR_STATE => registers::clear_state,
+        INDEX_BUFFER_SIZE => draw::index_buffer_size,
+        DISPATCH_DIRECT => dispatch::dispatch_direct,
+        DISPATCH_INDIRECT => dispatch::dispatch_indirect,
+        ATOMIC_MEM => memory_ops::atomic_mem,
+        OCCLUSION_QUERY => events::occlusion_query,
+        SET_PREDICATION => predication::set_predication,
+        REG_RMW => registers::reg_rmw,
+        COND_EXEC => predication::cond_exec,
+        PRED_EXEC => predication::pred_exec,
+        DRAW_INDIRECT => draw::draw,
+        DRAW_INDEX_INDIRECT => draw::draw,
+        INDEX_BASE => draw::index_base,
+        DRAW_INDEX_2 => draw::draw,
+        CONTEXT_CONTROL => registers::context_control,
+        INDEX_TYPE => draw::index_type_packet,
+        DRAW_INDIRECT_MULTI => draw::draw,
+        DRAW_INDEX_AUTO => draw::draw,
+        NUM_INSTANCES => draw::num_instances,
+        DRAW_INDEX_MULTI_AUTO => draw::draw,
+        INDIRECT_BUFFER_CONST => indirect::indirect_buffer_const,
+        STRMOUT_BUFFER_UPDATE => draw::strmout_buffer_update,
+        DRAW_INDEX_OFFSET_2 => draw::draw,
+        WRITE_DATA => memory_ops::write_data,
+        DRAW_INDEX_INDIRECT_MULTI => draw::draw,
+        MEM_SEMAPHORE => wait::mem_semaphore,
+        WAIT_REG_MEM => wait::wait_reg_mem,
+        INDIRECT_BUFFER => indirect::indirect_buffer,
+        COPY_DATA => memory_ops::copy_data,
+        PFP_SYNC_ME => nop::no_effect,
+        SURFACE_SYNC => events::surface_sync,
+        COND_WRITE => memory_ops::cond_write,
+        EVENT_WRITE => events::event_write,
+        EVENT_WRITE_EOP => events::event_write_eop,
+        EVENT_WRITE_EOS => events::event_write_eos,
+        RELEASE_MEM => events::release_mem,
+        PREAMBLE_CNTL => nop::no_effect,
+        DMA_DATA => memory_ops::dma_data,
+        CONTEXT_REG_RMW => registers::context_reg_rmw,
+        ACQUIRE_MEM => events::acquire_mem,
+        REWIND => wait::rewind,
+        PRIME_UTCL2 => nop::no_effect,
+        LOAD_UCONFIG_REG => registers::load_reg,
+        LOAD_SH_REG => registers::load_reg,
+        LOAD_CONFIG_REG => registers::load_reg,
+        LOAD_CONTEXT_REG => registers::load_reg,
+        LOAD_SH_REG_INDEX => registers::load_reg_index,
+        LOAD_UCONFIG_REG_INDEX => registers::load_reg_index,
+        SET_CONFIG_REG => registers::set_reg,
+        SET_CONTEXT_REG => registers::set_reg,
+        SET_CONTEXT_REG_INDEX => registers::set_reg,
+        SET_SH_REG => registers::set_reg,
+        SET_UCONFIG_REG => registers::set_reg,
+        SET_UCONFIG_REG_INDEX => registers::set_reg,
+        LOAD_CONST_RAM => const_engine::load_const_ram,
+        WRITE_CONST_RAM => const_engine::write_const_ram,
+        DUMP_CONST_RAM => const_engine::dump_const_ram,
+        INCREMENT_CE_COUNTER => const_engine::increment_ce_counter,
+        INCREMENT_DE_COUNTER => const_engine::increment_de_counter,
+        WAIT_ON_CE_COUNTER => const_engine::wait_on_ce_counter,
+        WAIT_ON_DE_COUNTER_DIFF => const_engine::wait_on_de_counter_diff,
+        SWITCH_BUFFER => nop::no_effect,
+        FRAME_CONTROL => nop::no_effect,
+        WAIT_FOR_WRITE_CONFIRM => nop::no_effect,
+        WAIT_REG_MEM64 => wait::wait_reg_mem,
+        SET_SH_REG_INDEX => registers::set_reg,
+        DRAW_INDIRECT_COUNT_MULTI => draw::draw,
+        DRAW_INDEX_INDIRECT_COUNT_MULTI => draw::draw,
+        DUMP_CONST_RAM_OFFSET => const_engine::dump_const_ram,
+        LOAD_CONTEXT_REG_INDEX => registers::load_reg_index,
+    }
+    t
+}
+
+/// CP opcode → handler. `None`: decoded, counted and reported as not
+/// emulated (named opcodes) or as an unknown packet (unnamed ones).
+pub(crate) static OPCODE_HANDLERS: [Option<OpcodeHandler>; 256] = opcode_table();
+
+/// True when pm4core executes `opcode` (has a handler).
+pub fn is_emulated(opcode: Opcode) -> bool {
+    OPCODE_HANDLERS[opcode.0 as usize].is_some()
+}
+
+fn mark_viewport(s: &mut ProcessorState, _: u32, _: u32) {
+    s.dirty |= state_group::VIEWPORT;
+}
+fn mark_scissor(s: &mut ProcessorState, _: u32, _: u32) {
+    s.dirty |= state_group::SCISSOR;
+}
+fn mark_render_targets(s: &mut ProcessorState, _: u32, _: u32) {
+    s.dirty |= state_group::RENDER_TARGETS;
+}
+fn mark_depth(s: &mut ProcessorState, _: u32, _: u32) {
+    s.dirty |= state_group::DEPTH;
+}
+fn mark_programs(s: &mut ProcessorState, _: u32, _: u32) {
+    s.dirty |= state_group::PROGRAMS;
+}
+fn mark_compute_program(s: &mut ProcessorState, _: u32, _: u32) {
+    s.dirty |= state_group::COMPUTE_PROGRAM;
+}
+fn mark_user_data(s: &mut ProcessorState, _: u32, _: u32) {
+    s.dirty |= state_group::USER_DATA;
+}
+fn mark_primitive(s: &mut ProcessorState, _: u32, _: u32) {
+    s.dirty |= state_group::PRIMITIVE;
+}
+fn mark_index(s: &mut ProcessorState, _: u32, _: u32) {
+    s.dirty |= state_group::INDEX;
+}
+fn mark_instances(s: &mut ProcessorState, _: u32, _: u32) {
+    s.dirty |= state_group::INSTANCES;
+}
+fn mark_streamout(s: &mut ProcessorState, _: u32, _: u32) {
+    s.dirty |= state_group::STREAMOUT;
+}
+
+/// Binds `count` registers from `first` (absolute index) in a table whose
+/// first entry is register `base`.
+const fn bind<const N: usize>(
+    mut t: [Option<RegisterHandler>; N],
+    base: u32,
+    first: u32,
+    count: u32,
+    stride: u32,
+    h: RegisterHandler,
+) -> [Option<RegisterHandler>; N] {
+    let mut i = 0;
+    while i < count {
+        let index = (first + i * stride - base) as usize;
+        if index < N {
+            t[index] = Some(h);
+        }
+        i += 1;
+    }
+    t
+}
+
+const fn context_table() -> [Option<RegisterHandler>; space::CONTEXT_SIZE as usize] {
+    let b = space::CONTEXT;
+    let mut t: [Option<RegisterHandler>; space::CONTEXT_SIZE as usize] = [None; space::CONTEXT_SIZE as usize];
+    // 16 viewports: 6 transform registers each, then the Z min/max pairs.
+    t = bind(t, b, r::PA_CL_VPORT_XSCALE, 16 * 6, 1, mark_viewport);
+    t = bind(t, b, r::PA_SC_VPORT_ZMIN_0, 16 * 2, 1, mark_viewport);
+    // 16 viewport scissors (TL/BR) plus the screen, window and generic ones.
+    t = bind(t, b, r::PA_SC_VPORT_SCISSOR_0_TL, 16 * 2, 1, mark_scissor);
+    t = bind(t, b, r::PA_SC_SCREEN_SCISSOR_TL, 2, 1, mark_scissor);
+    t = bind(t, b, r::PA_SC_GENERIC_SCISSOR_TL, 2, 1, mark_scissor);
+    t = bind(t, b, r::PA_SC_WINDOW_OFFSET, 1, 1, mark_scissor);
+    // 8 colour targets: 15 registers each, plus the gfx10 extension ranges.
+    t = bind(t, b, r::CB_COLOR0_BASE, 8 * 15, 1, mark_render_targets);
+    t = bind(t, b, r::CB_COLOR0_BASE_EXT, 8 * 6, 1, mark_render_targets);
+    t = bind(t, b, r::CB_COLOR0_ATTRIB2, 8 * 2, 1, mark_render_targets);
+    // Depth/stencil surface.
+    t = bind(t, b, r::DB_DEPTH_SIZE_XY, 1, 1, mark_depth);
+    t = bind(t, b, r::DB_Z_INFO, 8, 1, mark_depth);
+    t = bind(t, b, r::DB_Z_READ_BASE_HI, 5, 1, mark_depth);
+    t = bind(t, b, r::DB_DEPTH_CLEAR, 1, 1, mark_depth);
+    // Which stages run decides which programs a draw binds.
+    t = bind(t, b, r::VGT_SHADER_STAGES_EN, 1, 1, mark_programs);
+    t = bind(t, b, r::VGT_DMA_INDEX_TYPE, 1, 1, mark_index);
+    t = bind(t, b, r::VGT_STRMOUT_BUFFER_SIZE_0, 16, 1, mark_streamout);
+    t
+}
+
+const fn sh_table() -> [Option<RegisterHandler>; space::SH_SIZE as usize] {
+    let b = space::SH;
+    let mut t: [Option<RegisterHandler>; space::SH_SIZE as usize] = [None; space::SH_SIZE as usize];
+    // Program address LO/HI pairs of every graphics slot.
+    t = bind(t, b, r::SPI_SHADER_PGM_LO_PS, 2, 1, mark_programs);
+    t = bind(t, b, r::SPI_SHADER_PGM_LO_VS, 2, 1, mark_programs);
+    t = bind(t, b, r::SPI_SHADER_PGM_LO_ES_GS, 2, 1, mark_programs);
+    t = bind(t, b, r::SPI_SHADER_PGM_LO_GS, 2, 1, mark_programs);
+    t = bind(t, b, r::SPI_SHADER_PGM_LO_ES, 2, 1, mark_programs);
+    t = bind(t, b, r::SPI_SHADER_PGM_LO_LS_HS, 2, 1, mark_programs);
+    t = bind(t, b, r::SPI_SHADER_PGM_LO_HS, 2, 1, mark_programs);
+    t = bind(t, b, r::SPI_SHADER_PGM_LO_LS, 2, 1, mark_programs);
+    t = bind(t, b, r::COMPUTE_PGM_LO, 2, 1, mark_compute_program);
+    // User data: 32 per graphics stage, 16 for compute.
+    t = bind(t, b, r::SPI_SHADER_USER_DATA_PS_0, 32, 1, mark_user_data);
+    t = bind(t, b, r::SPI_SHADER_USER_DATA_VS_0, 32, 1, mark_user_data);
+    t = bind(t, b, r::SPI_SHADER_USER_DATA_GS_0, 32, 1, mark_user_data);
+    t = bind(t, b, r::SPI_SHADER_USER_DATA_HS_0, 32, 1, mark_user_data);
+    t = bind(t, b, r::COMPUTE_USER_DATA_0, 16, 1, mark_user_data);
+    t
+}
+
+const fn uconfig_table() -> [Option<RegisterHandler>; space::UCONFIG_SIZE as usize] {
+    let b = space::UCONFIG;
+    let mut t: [Option<RegisterHandler>; space::UCONFIG_SIZE as usize] = [None; space::UCONFIG_SIZE as usize];
+    t = bind(t, b, r::VGT_PRIMITIVE_TYPE, 1, 1, mark_primitive);
+    t = bind(t, b, r::VGT_INDEX_TYPE, 1, 1, mark_index);
+    t = bind(t, b, r::VGT_NUM_INSTANCES, 1, 1, mark_instances);
+    t
+}
+
+/// Context register (0xA000 + i) → handler.
+pub static CONTEXT_REGISTER_HANDLERS: [Option<RegisterHandler>; space::CONTEXT_SIZE as usize] = context_table();
+/// SH register (0x2C00 + i) → handler.
+pub static SH_REGISTER_HANDLERS: [Option<RegisterHandler>; space::SH_SIZE as usize] = sh_table();
+/// Uconfig register (0xC000 + i) → handler.
+pub static UCONFIG_REGISTER_HANDLERS: [Option<RegisterHandler>; space::UCONFIG_SIZE as usize] = uconfig_table();
+
+/// The handler of an absolute register index, if it has one.
+#[inline]
+pub fn register_handler(register: u32) -> Option<RegisterHandler> {
+    let (table, base): (&[Option<RegisterHandler>], u32) = match register {
+        0x2C00..=0x2FFF => (&SH_REGISTER_HANDLERS, space::SH),
+        0xA000..=0xA3FF => (&CONTEXT_REGISTER_HANDLERS, space::CONTEXT),
+        0xC000..=0xFFFF => (&UCONFIG_REGISTER_HANDLERS, space::UCONFIG),
+        _ => return None,
+    };
+    table.get((register - base) as usize).copied().flatten()
+}

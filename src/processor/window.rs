@@ -1,0 +1,89 @@
+//! The prefetch window: dwords of the current command buffer read ahead in
+//! one block, so the packet loop reads headers and bodies from a slice
+//! instead of asking guest memory once per dword. Like the hardware's
+//! prefetch parser, it reads ahead; unlike it, it is invalidated whenever
+//! anything writes the dwords it holds (a packet's own write, or the host
+//! between calls), so self-modifying streams still see fresh dwords.
+
+use crate::memory::{GuestMemory, MemoryError};
+
+/// Dwords read per refill when the buffer has that many left.
+const FILL_DW: usize = 4096;
+/// Capacity: the longest packet (COUNT 0x3FFE + 2 dwords) always fits.
+const CAPACITY_DW: usize = 0x4000 + 2;
+
+pub(crate) struct PrefetchWindow {
+    words: Box<[u32]>,
+    /// GPU address of `words[0]`.
+    base: u64,
+    /// Valid dwords in `words`.
+    len: usize,
+}
+
+impl PrefetchWindow {
+    pub(crate) fn new() -> Self {
+        Self { words: vec![0u32; CAPACITY_DW].into_boxed_slice(), base: 0, len: 0 }
+    }
+
+    /// Forgets the window's contents.
+    #[inline]
+    pub(crate) fn invalidate(&mut self) {
+        self.len = 0;
+    }
+
+    /// The guest byte range the window holds.
+    #[inline]
+    pub(crate) fn range(&self) -> (u64, u64) {
+        (self.base, self.base.wrapping_add(self.len as u64 * 4))
+    }
+
+    /// Makes `need` dwords at `address` (dword-aligned inside a buffer with
+    /// `remaining` dwords from `address` on) available, refilling when
+    /// needed; returns their index in the window for [`Self::slice`].
+    #[inline]
+    pub(crate) fn ensure(
+        &mut self,
+        memory: &dyn GuestMemory,
+        address: u64,
+        need: u32,
+        remaining: u32,
+    ) -> Result<usize, MemoryError> {
+        let need = need as usize;
+        if address >= self.base {
+            let delta = address - self.base;
+            if delta % 4 == 0 {
+                let start = (delta / 4) as usize;
+                if start.saturating_add(need) <= self.len {
+                    return Ok(start);
+                }
+            }
+        }
+        self.refill(memory, address, need, remaining as usize)?;
+        Ok(0)
+    }
+
+    /// The dwords `ensure` made available.
+    #[inline]
+    pub(crate) fn slice(&self, start: usize, need: u32) -> &[u32] {
+        self.words.get(start..start.saturating_add(need as usize)).unwrap_or(&[])
+    }
+
+    #[cold]
+    fn refill(&mut self, memory: &dyn GuestMemory, address: u64, need: usize, remaining: usize) -> Result<(), MemoryError> {
+        self.len = 0;
+        let want = remaining.min(need.max(FILL_DW)).min(CAPACITY_DW).max(need.min(CAPACITY_DW));
+        let target = self.words.get_mut(..want).ok_or(MemoryError::Unmapped { address, len: want as u64 * 4 })?;
+        let got = match memory.read_dwords(address, target) {
+            Ok(()) => want,
+            Err(e) => {
+                // The buffer's tail may be unmapped while this packet is not.
+                let exact = self.words.get_mut(..need).ok_or(e)?;
+                memory.read_dwords(address, exact)?;
+                need
+            }
+        };
+        self.base = address;
+        self.len = got;
+        Ok(())
+    }
+}
