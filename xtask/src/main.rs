@@ -1,1 +1,69 @@
-fn main() {}
+//! `cargo run -p xtask -- <task>`: project tasks for pm4core.
+//!
+//! Tasks:
+//! - `regen`: rewrite `src/regs/generated.rs` from `registers/*.json`;
+//! - `regen --check`: render in memory and fail if the committed file differs.
+
+use std::process::ExitCode;
+
+use xtask::{CheckOutcome, GENERATED_FILE};
+
+const USAGE: &str = "usage: cargo run -p xtask -- regen [--check]\n\
+    \n\
+    regen          rewrite src/regs/generated.rs from registers/*.json\n\
+    regen --check  exit non-zero if the committed src/regs/generated.rs is stale";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let root = xtask::workspace_root();
+    match args.as_slice() {
+        ["regen"] => match xtask::regenerate(&root) {
+            Ok(true) => {
+                println!("wrote {GENERATED_FILE}");
+                ExitCode::SUCCESS
+            }
+            Ok(false) => {
+                println!("{GENERATED_FILE} is already up to date");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
+        ["regen", "--check"] => match xtask::check(&root) {
+            Ok(CheckOutcome::Current) => {
+                println!("{GENERATED_FILE} is up to date with registers/*.json");
+                ExitCode::SUCCESS
+            }
+            Ok(CheckOutcome::Stale { first_difference }) => {
+                eprintln!(
+                    "error: {GENERATED_FILE} is out of date with registers/*.json \
+                     (first difference at line {first_difference}).\n\
+                     Run `cargo run -p xtask -- regen` and commit the result."
+                );
+                ExitCode::FAILURE
+            }
+            Ok(CheckOutcome::Missing) => {
+                eprintln!(
+                    "error: {GENERATED_FILE} does not exist.\n\
+                     Run `cargo run -p xtask -- regen` and commit the result."
+                );
+                ExitCode::FAILURE
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
+        ["help" | "--help" | "-h"] => {
+            println!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        _ => {
+            eprintln!("{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}
