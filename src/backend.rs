@@ -460,12 +460,7 @@ impl Backend for RecordingBackend {
     }
 
     fn unknown_packet(&mut self, r: &UnknownPacket) {
-        self.lines.push(format!(
-            "{} unknown_packet header={:#010x} at {:#x}",
-            QueueId(r.queue),
-            r.header,
-            r.address
-        ));
+        self.lines.push(format!("{} unknown_packet header={:#010x} at {:#x}", QueueId(r.queue), r.header, r.address));
         self.unknown.push(r.clone());
     }
 }

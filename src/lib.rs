@@ -17,5 +17,5 @@ pub mod memory;
 pub mod packet;
 pub mod processor;
 pub mod regs;
-pub mod trace;
 pub mod shader;
+pub mod trace;

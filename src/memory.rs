@@ -298,23 +298,14 @@ impl SparseMemory {
     pub fn map_zeroed(&mut self, address: u64, len: u64) -> Result<(), MemoryError> {
         let index = self.check_new_region(address, len)?;
         if len > 0 {
-            self.regions.insert(
-                index,
-                Region { start: address, len, backing: Backing::Zero, pages: BTreeMap::new() },
-            );
+            self.regions.insert(index, Region { start: address, len, backing: Backing::Zero, pages: BTreeMap::new() });
         }
         Ok(())
     }
 
     /// Maps `bytes[offset..offset + len]` of a shared buffer at `address`
     /// without copying it. A range past the buffer's end is an error.
-    pub fn map_shared(
-        &mut self,
-        address: u64,
-        bytes: Arc<[u8]>,
-        offset: usize,
-        len: usize,
-    ) -> Result<(), MemoryError> {
+    pub fn map_shared(&mut self, address: u64, bytes: Arc<[u8]>, offset: usize, len: usize) -> Result<(), MemoryError> {
         if offset.checked_add(len).is_none_or(|end| end > bytes.len()) {
             return Err(MemoryError::OutOfRange { address, len: len as u64 });
         }
@@ -496,10 +487,7 @@ mod tests {
         let mut m = SparseMemory::new();
         m.map_zeroed(0x1000, 0x1000).unwrap();
         m.map_zeroed(0x2000, 0x1000).unwrap();
-        assert_eq!(
-            m.read_u32(0x3000),
-            Err(MemoryError::Unmapped { address: 0x3000, len: 4 })
-        );
+        assert_eq!(m.read_u32(0x3000), Err(MemoryError::Unmapped { address: 0x3000, len: 4 }));
         m.write_u64(0x1ffc, u64::MAX).unwrap();
         assert_eq!(m.read_u64(0x1ffc).unwrap(), u64::MAX);
         assert!(matches!(m.map_zeroed(0x1800, 0x10), Err(MemoryError::Overlap { .. })));

@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use pm4core::regs::db::{
-    format_fields, format_register_value, packet_field_type, packet_field_types, register,
-    register_by_name, registers, GpuFamily, RegisterSpace,
+    format_fields, format_register_value, packet_field_type, packet_field_types, register, register_by_name, registers,
+    GpuFamily, RegisterSpace,
 };
 use pm4core::regs::generated::{gfx103, gfx7};
 
@@ -107,30 +107,15 @@ fn db_render_override_fields() {
         assert_eq!((hiz.lo, hiz.hi), (0, 1));
         assert_eq!(hiz.mask(), 0b11);
         let names: Vec<(&str, u32)> = hiz.values.iter().map(|v| (v.name, v.value)).collect();
-        assert_eq!(
-            names,
-            [
-                ("FORCE_OFF", 0),
-                ("FORCE_ENABLE", 1),
-                ("FORCE_DISABLE", 2),
-                ("FORCE_RESERVED", 3)
-            ]
-        );
-        let full_z = info
-            .field("FORCE_FULL_Z_RANGE")
-            .expect("FORCE_FULL_Z_RANGE");
+        assert_eq!(names, [("FORCE_OFF", 0), ("FORCE_ENABLE", 1), ("FORCE_DISABLE", 2), ("FORCE_RESERVED", 3)]);
+        let full_z = info.field("FORCE_FULL_Z_RANGE").expect("FORCE_FULL_Z_RANGE");
         assert_eq!((full_z.lo, full_z.hi), (13, 14));
         let fast_z = info.field("FAST_Z_DISABLE").expect("FAST_Z_DISABLE");
         assert_eq!((fast_z.lo, fast_z.hi), (7, 7));
         assert!(fast_z.values.is_empty());
-        let preserve = info
-            .field("PRESERVE_COMPRESSION")
-            .expect("PRESERVE_COMPRESSION");
+        let preserve = info.field("PRESERVE_COMPRESSION").expect("PRESERVE_COMPRESSION");
         assert_eq!((preserve.lo, preserve.hi), (31, 31));
-        assert!(
-            info.field("force_hiz_enable").is_none(),
-            "names are case-sensitive"
-        );
+        assert!(info.field("force_hiz_enable").is_none(), "names are case-sensitive");
     }
 }
 
@@ -143,12 +128,7 @@ fn decode_known_value() {
     let value = 0b10 | 0b10 << 2 | 0b10 << 4 | 1 << 7 | 5 << 21 | 1 << 31;
     let decoded: Vec<_> = info.decode(value).collect();
     assert_eq!(decoded.len(), info.fields.len());
-    let get = |name: &str| {
-        decoded
-            .iter()
-            .find(|f| f.field.name == name)
-            .unwrap_or_else(|| panic!("{name}"))
-    };
+    let get = |name: &str| decoded.iter().find(|f| f.field.name == name).unwrap_or_else(|| panic!("{name}"));
     assert_eq!(get("FORCE_HIZ_ENABLE").value, 2);
     assert_eq!(get("FORCE_HIZ_ENABLE").enum_name, Some("FORCE_DISABLE"));
     assert_eq!(get("FORCE_HIS_ENABLE1").enum_name, Some("FORCE_DISABLE"));
@@ -173,10 +153,7 @@ fn decode_known_value() {
     let prim = reg(GpuFamily::Gfx103, "VGT_PRIMITIVE_TYPE");
     assert_eq!(format_register_value(prim, 4), "PRIM_TYPE = DI_PT_TRILIST");
     // Bits outside every field are reported, not lost.
-    assert_eq!(
-        format_register_value(prim, 4 | 1 << 8),
-        "PRIM_TYPE = DI_PT_TRILIST (other bits 0x100)"
-    );
+    assert_eq!(format_register_value(prim, 4 | 1 << 8), "PRIM_TYPE = DI_PT_TRILIST (other bits 0x100)");
     // A register without fields prints its raw value.
     let pgm_lo = reg(GpuFamily::Gfx103, "SPI_SHADER_PGM_LO_PS");
     assert!(pgm_lo.fields.is_empty());
@@ -186,39 +163,19 @@ fn decode_known_value() {
 
 #[test]
 fn full_width_fields_do_not_overflow() {
-    let field = pm4core::regs::db::FieldInfo {
-        name: "ALL",
-        lo: 0,
-        hi: 31,
-        values: &[],
-    };
+    let field = pm4core::regs::db::FieldInfo { name: "ALL", lo: 0, hi: 31, values: &[] };
     assert_eq!(field.width(), 32);
     assert_eq!(field.mask(), u32::MAX);
     assert_eq!(field.extract(0xDEAD_BEEF), 0xDEAD_BEEF);
     assert_eq!(field.insert(0x1234, 0xFFFF_FFFF), u32::MAX);
-    let top = pm4core::regs::db::FieldInfo {
-        name: "TOP",
-        lo: 31,
-        hi: 31,
-        values: &[],
-    };
+    let top = pm4core::regs::db::FieldInfo { name: "TOP", lo: 31, hi: 31, values: &[] };
     assert_eq!(top.mask(), 1 << 31);
     assert_eq!(top.extract(0x8000_0000), 1);
     assert_eq!(top.insert(0, 3), 0x8000_0000);
     // Malformed fields (built by hand) must not panic either.
     for (lo, hi) in [(32, 40), (255, 255), (5, 2), (0, 255)] {
-        let odd = pm4core::regs::db::FieldInfo {
-            name: "ODD",
-            lo,
-            hi,
-            values: &[],
-        };
-        let _ = (
-            odd.width(),
-            odd.mask(),
-            odd.extract(u32::MAX),
-            odd.insert(7, 9),
-        );
+        let odd = pm4core::regs::db::FieldInfo { name: "ODD", lo, hi, values: &[] };
+        let _ = (odd.width(), odd.mask(), odd.extract(u32::MAX), odd.insert(7, 9));
         let _ = format_fields(&[odd], u32::MAX);
     }
 }
@@ -228,26 +185,14 @@ fn every_register_round_trips_by_name_and_offset() {
     for family in GpuFamily::ALL {
         let all = registers(family);
         assert!(all.len() > 1000, "{family}: {} registers", all.len());
-        assert!(
-            all.windows(2).all(|w| w[0].offset < w[1].offset),
-            "{family}: sorted by offset, no repeats"
-        );
+        assert!(all.windows(2).all(|w| w[0].offset < w[1].offset), "{family}: sorted by offset, no repeats");
         for info in all {
             let by_name = register_by_name(family, info.name);
-            assert!(
-                by_name.is_some_and(|r| std::ptr::eq(r, info)),
-                "{family} {}",
-                info.name
-            );
+            assert!(by_name.is_some_and(|r| std::ptr::eq(r, info)), "{family} {}", info.name);
             let by_offset = register(family, info.offset);
             assert!(by_offset.is_some_and(|r| std::ptr::eq(r, info)));
             for field in info.fields {
-                assert!(
-                    field.lo <= field.hi && field.hi <= 31,
-                    "{}.{}",
-                    info.name,
-                    field.name
-                );
+                assert!(field.lo <= field.hi && field.hi <= 31, "{}.{}", info.name, field.name);
             }
         }
         assert!(register_by_name(family, "NO_SUCH_REGISTER").is_none());

@@ -27,10 +27,7 @@ impl Raw {
         buf.extend_from_slice(&version.to_le_bytes());
         buf.extend_from_slice(&flags.to_le_bytes());
         buf.extend_from_slice(&reserved.to_le_bytes());
-        Raw {
-            buf,
-            offsets: Vec::new(),
-        }
+        Raw { buf, offsets: Vec::new() }
     }
 
     fn chunk(&mut self, tag: &[u8; 4], payload: &[u8]) -> &mut Self {
@@ -59,24 +56,14 @@ impl Raw {
     }
 
     fn zero(&mut self, address: u64, len: u64) -> &mut Self {
-        self.chunk(
-            b"ZERO",
-            &[address.to_le_bytes(), len.to_le_bytes()].concat(),
-        )
+        self.chunk(b"ZERO", &[address.to_le_bytes(), len.to_le_bytes()].concat())
     }
 
     fn writ(&mut self, address: u64, data: &[u8]) -> &mut Self {
         self.chunk(b"WRIT", &addr_payload(address, data))
     }
 
-    fn subm_raw(
-        &mut self,
-        queue: u32,
-        flags: u32,
-        address: u64,
-        size_dw: u32,
-        reserved: u32,
-    ) -> &mut Self {
+    fn subm_raw(&mut self, queue: u32, flags: u32, address: u64, size_dw: u32, reserved: u32) -> &mut Self {
         let payload = [
             &queue.to_le_bytes()[..],
             &flags.to_le_bytes(),
@@ -93,13 +80,8 @@ impl Raw {
     }
 
     fn shdr(&mut self, header: u64, code: u64, flags: u32, reserved: u32) -> &mut Self {
-        let payload = [
-            &header.to_le_bytes()[..],
-            &code.to_le_bytes(),
-            &flags.to_le_bytes(),
-            &reserved.to_le_bytes(),
-        ]
-        .concat();
+        let payload =
+            [&header.to_le_bytes()[..], &code.to_le_bytes(), &flags.to_le_bytes(), &reserved.to_le_bytes()].concat();
         self.chunk(b"SHDR", &payload)
     }
 
@@ -157,15 +139,10 @@ fn err_at(chunk: usize, raw: &Raw, rule: TraceRule) -> TraceError {
 /// the shared corpus next to it.
 fn trace_dir() -> Option<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    [root.join("traces"), root.join("../shared/traces")]
-        .into_iter()
-        .find(|dir| {
-            std::fs::read_dir(dir).is_ok_and(|entries| {
-                entries
-                    .flatten()
-                    .any(|e| e.path().extension().is_some_and(|x| x == "pm4t"))
-            })
-        })
+    [root.join("traces"), root.join("../shared/traces")].into_iter().find(|dir| {
+        std::fs::read_dir(dir)
+            .is_ok_and(|entries| entries.flatten().any(|e| e.path().extension().is_some_and(|x| x == "pm4t")))
+    })
 }
 
 fn real_traces() -> Vec<(String, Trace)> {
@@ -183,13 +160,8 @@ fn real_traces() -> Vec<(String, Trace)> {
     paths
         .into_iter()
         .map(|path| {
-            let name = path
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .unwrap_or_default()
-                .to_owned();
-            let trace =
-                Trace::read_file(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_owned();
+            let trace = Trace::read_file(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             (name, trace)
         })
         .collect()
@@ -214,23 +186,12 @@ fn real_traces_load_and_are_sane() {
             assert_eq!(event.tag(), chunk.tag, "{name}");
             assert_eq!(event.chunk(), chunk.index, "{name}");
         }
-        let mem = trace
-            .build_memory()
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(
-            mem.allocated_page_bytes(),
-            0,
-            "{name}: mapping must not allocate pages"
-        );
+        let mem = trace.build_memory().unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(mem.allocated_page_bytes(), 0, "{name}: mapping must not allocate pages");
         let mut submissions = 0;
         for event in trace.events() {
             match event {
-                TraceEvent::Submit {
-                    queue,
-                    address,
-                    size_dw,
-                    ..
-                } => {
+                TraceEvent::Submit { queue, address, size_dw, .. } => {
                     submissions += 1;
                     assert!(*queue <= 56);
                     assert!(*size_dw > 0, "{name}");
@@ -268,25 +229,13 @@ fn real_traces_rewrite_byte_exact() {
         }
         for event in trace.events() {
             match event {
-                TraceEvent::MemRegion { address, data, .. } => {
-                    w.mem(*address, trace.bytes_of(data))
-                }
+                TraceEvent::MemRegion { address, data, .. } => w.mem(*address, trace.bytes_of(data)),
                 TraceEvent::ZeroRegion { address, len, .. } => w.zero(*address, *len),
-                TraceEvent::HostWrite { address, data, .. } => {
-                    w.host_write(*address, trace.bytes_of(data))
+                TraceEvent::HostWrite { address, data, .. } => w.host_write(*address, trace.bytes_of(data)),
+                TraceEvent::Submit { queue, address, size_dw, .. } => w.submit(*queue, *address, *size_dw),
+                TraceEvent::Shader { header_address, code_address, relocated, .. } => {
+                    w.shader(*header_address, *code_address, *relocated)
                 }
-                TraceEvent::Submit {
-                    queue,
-                    address,
-                    size_dw,
-                    ..
-                } => w.submit(*queue, *address, *size_dw),
-                TraceEvent::Shader {
-                    header_address,
-                    code_address,
-                    relocated,
-                    ..
-                } => w.shader(*header_address, *code_address, *relocated),
                 TraceEvent::Note { text, .. } => w.note(text),
                 other => panic!("{name}: unexpected event {other:?}"),
             }
@@ -349,115 +298,49 @@ fn writer_reader_round_trip() {
 
     let events = trace.events();
     assert_eq!(events.len(), 10);
-    assert_eq!(
-        events[0],
-        TraceEvent::Note {
-            chunk: 1,
-            text: "hello".to_owned()
-        }
-    );
+    assert_eq!(events[0], TraceEvent::Note { chunk: 1, text: "hello".to_owned() });
     match &events[1] {
-        TraceEvent::MemRegion {
-            chunk: 2,
-            address: 0x1_0000,
-            data,
-        } => {
+        TraceEvent::MemRegion { chunk: 2, address: 0x1_0000, data } => {
             assert_eq!(trace.bytes_of(data), &code[..]);
             assert_eq!(data.offset() % 4, 0);
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(
-        events[2],
-        TraceEvent::ZeroRegion {
-            chunk: 3,
-            address: 0x1_0040,
-            len: 0x40
-        }
-    );
+    assert_eq!(events[2], TraceEvent::ZeroRegion { chunk: 3, address: 0x1_0040, len: 0x40 });
     match &events[3] {
-        TraceEvent::MemRegion {
-            chunk: 4,
-            address: 0x2_0000,
-            data,
-        } => {
+        TraceEvent::MemRegion { chunk: 4, address: 0x2_0000, data } => {
             assert_eq!(trace.bytes_of(data), &[1, 2, 3]);
         }
         other => panic!("{other:?}"),
     }
     match &events[4] {
-        TraceEvent::HostWrite {
-            chunk: 5,
-            address: 0x1_0038,
-            data,
-        } => {
+        TraceEvent::HostWrite { chunk: 5, address: 0x1_0038, data } => {
             assert_eq!(trace.bytes_of(data), &[9; 16]);
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(
-        events[5],
-        TraceEvent::Submit {
-            chunk: 6,
-            queue: 0,
-            address: 0x1_0000,
-            size_dw: 16
-        }
-    );
-    assert_eq!(
-        events[6],
-        TraceEvent::Submit {
-            chunk: 7,
-            queue: 56,
-            address: 0x1_0040,
-            size_dw: 0
-        }
-    );
+    assert_eq!(events[5], TraceEvent::Submit { chunk: 6, queue: 0, address: 0x1_0000, size_dw: 16 });
+    assert_eq!(events[6], TraceEvent::Submit { chunk: 7, queue: 56, address: 0x1_0040, size_dw: 0 });
     assert_eq!(
         events[7],
-        TraceEvent::Shader {
-            chunk: 8,
-            header_address: 0x1_0000,
-            code_address: 0x1_0000,
-            relocated: true
-        }
+        TraceEvent::Shader { chunk: 8, header_address: 0x1_0000, code_address: 0x1_0000, relocated: true }
     );
     assert_eq!(
         events[8],
-        TraceEvent::Shader {
-            chunk: 9,
-            header_address: 0x1_0004,
-            code_address: 0x1_0000,
-            relocated: false
-        }
+        TraceEvent::Shader { chunk: 9, header_address: 0x1_0004, code_address: 0x1_0000, relocated: false }
     );
-    assert_eq!(
-        events[9],
-        TraceEvent::Ancillary {
-            chunk: 10,
-            tag: Tag(*b"xtra")
-        }
-    );
-    assert_eq!(
-        trace.submissions().collect::<Vec<_>>(),
-        [(0, 0x1_0000, 16), (56, 0x1_0040, 0)]
-    );
+    assert_eq!(events[9], TraceEvent::Ancillary { chunk: 10, tag: Tag(*b"xtra") });
+    assert_eq!(trace.submissions().collect::<Vec<_>>(), [(0, 0x1_0000, 16), (56, 0x1_0040, 0)]);
 
     // Memory before the host write, after it, and with regions only.
     let before = trace.memory_before(4).unwrap();
-    assert_eq!(
-        before.read_u32(0x1_0038).unwrap(),
-        u32::from_le_bytes([56, 57, 58, 59])
-    );
+    assert_eq!(before.read_u32(0x1_0038).unwrap(), u32::from_le_bytes([56, 57, 58, 59]));
     let after = trace.memory_before(events.len()).unwrap();
     assert_eq!(after.read_u64(0x1_0038).unwrap(), 0x0909_0909_0909_0909);
     assert_eq!(after.read_u64(0x1_0040).unwrap(), 0x0909_0909_0909_0909);
     assert_eq!(after.read_u32(0x1_0048).unwrap(), 0);
     let regions = trace.build_memory().unwrap();
-    assert_eq!(
-        regions.regions().collect::<Vec<_>>(),
-        [(0x1_0000, 64), (0x1_0040, 0x40), (0x2_0000, 3)]
-    );
+    assert_eq!(regions.regions().collect::<Vec<_>>(), [(0x1_0000, 64), (0x1_0040, 0x40), (0x2_0000, 3)]);
     assert_eq!(regions.read_u32(0x1_0040).unwrap(), 0);
 
     // Region by region, and one host write.
@@ -495,71 +378,20 @@ fn writer_refuses_what_the_reader_refuses_and_stays_valid() {
     w.mem(0x1000, &[0; 64]).unwrap();
     let len = w.len();
     let refusals = [
-        (
-            w.submit(57, 0x1000, 1),
-            TraceRule::QueueOutOfRange { queue: 57 },
-        ),
-        (
-            w.submit(0, 0x1000, 17),
-            TraceRule::CommandBufferOutsideMemory {
-                address: 0x1000,
-                size_dw: 17,
-            },
-        ),
-        (
-            w.mem(0x1020, &[0; 4]),
-            TraceRule::OverlappingRegions {
-                address: 0x1020,
-                len: 4,
-            },
-        ),
-        (
-            w.zero(0xff8, 16),
-            TraceRule::OverlappingRegions {
-                address: 0xff8,
-                len: 16,
-            },
-        ),
-        (
-            w.mem(0x2002, &[0; 4]),
-            TraceRule::Misaligned {
-                address: 0x2002,
-                alignment: 4,
-            },
-        ),
+        (w.submit(57, 0x1000, 1), TraceRule::QueueOutOfRange { queue: 57 }),
+        (w.submit(0, 0x1000, 17), TraceRule::CommandBufferOutsideMemory { address: 0x1000, size_dw: 17 }),
+        (w.mem(0x1020, &[0; 4]), TraceRule::OverlappingRegions { address: 0x1020, len: 4 }),
+        (w.zero(0xff8, 16), TraceRule::OverlappingRegions { address: 0xff8, len: 16 }),
+        (w.mem(0x2002, &[0; 4]), TraceRule::Misaligned { address: 0x2002, alignment: 4 }),
         (
             w.zero(ADDRESS_SPACE_END - 4, 8),
-            TraceRule::RegionPastAddressSpace {
-                address: ADDRESS_SPACE_END - 4,
-                len: 8,
-            },
+            TraceRule::RegionPastAddressSpace { address: ADDRESS_SPACE_END - 4, len: 8 },
         ),
-        (
-            w.host_write(0x103c, &[0; 8]),
-            TraceRule::WriteOutsideMemory {
-                address: 0x103c,
-                len: 8,
-            },
-        ),
-        (
-            w.shader(0x1000, 0x1004, false),
-            TraceRule::Misaligned {
-                address: 0x1004,
-                alignment: 256,
-            },
-        ),
-        (
-            w.shader(0x1000, 0x4000, false),
-            TraceRule::ShaderOutsideMemory {
-                what: "code",
-                address: 0x4000,
-            },
-        ),
+        (w.host_write(0x103c, &[0; 8]), TraceRule::WriteOutsideMemory { address: 0x103c, len: 8 }),
+        (w.shader(0x1000, 0x1004, false), TraceRule::Misaligned { address: 0x1004, alignment: 256 }),
+        (w.shader(0x1000, 0x4000, false), TraceRule::ShaderOutsideMemory { what: "code", address: 0x4000 }),
         (w.info("late", "x"), TraceRule::InfoNotFirst),
-        (
-            w.ancillary(Tag(*b"ABCD"), &[]),
-            TraceRule::InvalidTag { tag: Tag(*b"ABCD") },
-        ),
+        (w.ancillary(Tag(*b"ABCD"), &[]), TraceRule::InvalidTag { tag: Tag(*b"ABCD") }),
     ];
     for (result, rule) in refusals {
         let err = result.expect_err("writer accepted a bad chunk");
@@ -577,19 +409,10 @@ fn writer_refuses_what_the_reader_refuses_and_stays_valid() {
 #[test]
 fn writer_info_rules() {
     let mut w = TraceWriter::new();
-    assert_eq!(
-        w.info("", "x").unwrap_err().rule,
-        TraceRule::InfoBadLine { line: 1 }
-    );
-    assert_eq!(
-        w.info("a=b", "x").unwrap_err().rule,
-        TraceRule::InfoBadLine { line: 1 }
-    );
+    assert_eq!(w.info("", "x").unwrap_err().rule, TraceRule::InfoBadLine { line: 1 });
+    assert_eq!(w.info("a=b", "x").unwrap_err().rule, TraceRule::InfoBadLine { line: 1 });
     w.info("a", "1").unwrap();
-    assert_eq!(
-        w.info("b", "x\ny").unwrap_err().rule,
-        TraceRule::InfoBadLine { line: 2 }
-    );
+    assert_eq!(w.info("b", "x\ny").unwrap_err().rule, TraceRule::InfoBadLine { line: 2 });
     w.info("a", "2").unwrap(); // repeated keys are kept
     w.note("n").unwrap();
     assert_eq!(w.info("c", "3").unwrap_err().rule, TraceRule::InfoNotFirst);
@@ -614,31 +437,19 @@ fn bad_magic() {
     raw.end();
     let mut bytes = raw.bytes();
     bytes[7] = b'X';
-    assert_eq!(
-        parse_err(bytes),
-        TraceError::new(None, 0, TraceRule::BadMagic)
-    );
+    assert_eq!(parse_err(bytes), TraceError::new(None, 0, TraceRule::BadMagic));
     assert_eq!(parse_err(b"\x7fELF".to_vec()).rule, TraceRule::BadMagic);
-    assert_eq!(
-        parse_err(b"hello, this is not a trace".to_vec()).rule,
-        TraceRule::BadMagic
-    );
+    assert_eq!(parse_err(b"hello, this is not a trace".to_vec()).rule, TraceRule::BadMagic);
 }
 
 #[test]
 fn bad_version() {
     let mut raw = Raw::with_header(2, 0, 0);
     raw.end();
-    assert_eq!(
-        raw.error(),
-        TraceError::new(None, 8, TraceRule::UnsupportedVersion { version: 2 })
-    );
+    assert_eq!(raw.error(), TraceError::new(None, 8, TraceRule::UnsupportedVersion { version: 2 }));
     let mut raw = Raw::with_header(0, 0, 0);
     raw.end();
-    assert_eq!(
-        raw.error().rule,
-        TraceRule::UnsupportedVersion { version: 0 }
-    );
+    assert_eq!(raw.error().rule, TraceRule::UnsupportedVersion { version: 0 });
 }
 
 #[test]
@@ -646,10 +457,7 @@ fn unknown_flag_bit() {
     for bit in 0..16 {
         let mut raw = Raw::with_header(1, 1 << bit, 0);
         raw.end();
-        assert_eq!(
-            raw.error(),
-            TraceError::new(None, 0xa, TraceRule::UnknownFlags { flags: 1 << bit })
-        );
+        assert_eq!(raw.error(), TraceError::new(None, 0xa, TraceRule::UnknownFlags { flags: 1 << bit }));
     }
 }
 
@@ -659,14 +467,7 @@ fn header_reserved_nonzero() {
     raw.end();
     assert_eq!(
         raw.error(),
-        TraceError::new(
-            None,
-            0xc,
-            TraceRule::ReservedNonZero {
-                field: "header reserved field",
-                value: 5
-            }
-        )
+        TraceError::new(None, 0xc, TraceRule::ReservedNonZero { field: "header reserved field", value: 5 })
     );
 }
 
@@ -678,16 +479,10 @@ fn bad_crc_names_chunk_and_offset() {
     // Flip one payload byte of chunk 2 (ZERO): its length field.
     let at = raw.offset(2) as usize + 8 + 8;
     bytes[at] ^= 0x10;
-    let stored = chunk_crc(
-        Tag::ZERO,
-        &[0x10000u64.to_le_bytes(), 0x1000u64.to_le_bytes()].concat(),
-    );
+    let stored = chunk_crc(Tag::ZERO, &[0x10000u64.to_le_bytes(), 0x1000u64.to_le_bytes()].concat());
     let computed = chunk_crc(Tag::ZERO, &bytes[raw.offset(2) as usize + 8..][..16]);
     let err = parse_err(bytes);
-    assert_eq!(
-        err,
-        err_at(2, &raw, TraceRule::CrcMismatch { stored, computed })
-    );
+    assert_eq!(err, err_at(2, &raw, TraceRule::CrcMismatch { stored, computed }));
     assert_eq!(
         err.to_string(),
         format!(
@@ -701,23 +496,13 @@ fn bad_crc_names_chunk_and_offset() {
     raw.chunk_with(b"note", 2, b"hi", 0xdead_beef).end();
     assert_eq!(
         raw.error(),
-        err_at(
-            0,
-            &raw,
-            TraceRule::CrcMismatch {
-                stored: 0xdead_beef,
-                computed: chunk_crc(Tag::NOTE, b"hi")
-            }
-        )
+        err_at(0, &raw, TraceRule::CrcMismatch { stored: 0xdead_beef, computed: chunk_crc(Tag::NOTE, b"hi") })
     );
     let mut raw = sample();
     raw.end();
     let mut bytes = raw.bytes();
     bytes[raw.offset(3) as usize] = b'X';
-    assert!(matches!(
-        parse_err(bytes).rule,
-        TraceRule::CrcMismatch { .. }
-    ));
+    assert!(matches!(parse_err(bytes).rule, TraceRule::CrcMismatch { .. }));
 }
 
 #[test]
@@ -729,14 +514,7 @@ fn truncated_file() {
     for cut in [0, 3, 8, 15] {
         assert_eq!(
             parse_err(bytes[..cut].to_vec()),
-            TraceError::new(
-                None,
-                0,
-                TraceRule::Truncated {
-                    needed: 16,
-                    available: cut as u64
-                }
-            )
+            TraceError::new(None, 0, TraceRule::Truncated { needed: 16, available: cut as u64 })
         );
     }
     // Inside a chunk's tag and length.
@@ -744,28 +522,14 @@ fn truncated_file() {
     for extra in [1, 4, 7] {
         assert_eq!(
             parse_err(bytes[..at + extra].to_vec()),
-            err_at(
-                3,
-                &raw,
-                TraceRule::Truncated {
-                    needed: 12,
-                    available: extra as u64
-                }
-            )
+            err_at(3, &raw, TraceRule::Truncated { needed: 12, available: extra as u64 })
         );
     }
     // Inside a payload or the CRC: the length runs past the end.
     for extra in [8, 12, 30, 35] {
         assert_eq!(
             parse_err(bytes[..at + extra].to_vec()),
-            err_at(
-                3,
-                &raw,
-                TraceRule::ChunkPastEnd {
-                    len: 24,
-                    available: extra as u64
-                }
-            )
+            err_at(3, &raw, TraceRule::ChunkPastEnd { len: 24, available: extra as u64 })
         );
     }
 }
@@ -775,17 +539,7 @@ fn chunk_length_past_end() {
     let mut raw = Raw::new();
     raw.chunk_with(b"MEM ", 1000, &[0; 16], 0).end();
     let available = (raw.bytes().len() as u64) - raw.offset(0);
-    assert_eq!(
-        raw.error(),
-        err_at(
-            0,
-            &raw,
-            TraceRule::ChunkPastEnd {
-                len: 1000,
-                available
-            }
-        )
-    );
+    assert_eq!(raw.error(), err_at(0, &raw, TraceRule::ChunkPastEnd { len: 1000, available }));
 }
 
 #[test]
@@ -793,31 +547,11 @@ fn length_field_of_all_ones_does_not_allocate() {
     let mut raw = sample();
     raw.chunk_with(b"MEM ", u32::MAX, &[0; 8], 0).end();
     let available = (raw.bytes().len() as u64) - raw.offset(4);
-    assert_eq!(
-        raw.error(),
-        err_at(
-            4,
-            &raw,
-            TraceRule::ChunkPastEnd {
-                len: u32::MAX,
-                available
-            }
-        )
-    );
+    assert_eq!(raw.error(), err_at(4, &raw, TraceRule::ChunkPastEnd { len: u32::MAX, available }));
     // The same as the very first chunk, and with nothing after it.
     let mut bytes = Raw::new().bytes();
     bytes.extend_from_slice(b"MEM \xff\xff\xff\xff");
-    assert_eq!(
-        parse_err(bytes),
-        TraceError::new(
-            Some(0),
-            16,
-            TraceRule::ChunkPastEnd {
-                len: u32::MAX,
-                available: 8
-            }
-        )
-    );
+    assert_eq!(parse_err(bytes), TraceError::new(Some(0), 16, TraceRule::ChunkPastEnd { len: u32::MAX, available: 8 }));
 }
 
 #[test]
@@ -825,54 +559,20 @@ fn unknown_critical_chunk_is_refused_by_tag() {
     let mut raw = sample();
     raw.chunk(b"ABCD", b"whatever").end();
     let err = raw.error();
-    assert_eq!(
-        err,
-        err_at(
-            4,
-            &raw,
-            TraceRule::UnknownCriticalChunk { tag: Tag(*b"ABCD") }
-        )
-    );
+    assert_eq!(err, err_at(4, &raw, TraceRule::UnknownCriticalChunk { tag: Tag(*b"ABCD") }));
     assert!(err.to_string().contains("`ABCD`"), "{err}");
-    assert!(
-        err.to_string()
-            .contains(&format!("chunk 4 at byte {:#x}", raw.offset(4))),
-        "{err}"
-    );
+    assert!(err.to_string().contains(&format!("chunk 4 at byte {:#x}", raw.offset(4))), "{err}");
 }
 
 #[test]
 fn unknown_ancillary_chunk_is_skipped() {
     let mut raw = sample();
-    raw.chunk(b"zzzz", b"\xff\xfe anything")
-        .chunk(b"note", b"for people")
-        .subm(0, 0x1000, 1)
-        .end();
+    raw.chunk(b"zzzz", b"\xff\xfe anything").chunk(b"note", b"for people").subm(0, 0x1000, 1).end();
     let trace = raw.parse().unwrap();
     let events = trace.events();
-    assert_eq!(
-        events[3],
-        TraceEvent::Ancillary {
-            chunk: 4,
-            tag: Tag(*b"zzzz")
-        }
-    );
-    assert_eq!(
-        events[4],
-        TraceEvent::Note {
-            chunk: 5,
-            text: "for people".to_owned()
-        }
-    );
-    assert_eq!(
-        events[5],
-        TraceEvent::Submit {
-            chunk: 6,
-            queue: 0,
-            address: 0x1000,
-            size_dw: 1
-        }
-    );
+    assert_eq!(events[3], TraceEvent::Ancillary { chunk: 4, tag: Tag(*b"zzzz") });
+    assert_eq!(events[4], TraceEvent::Note { chunk: 5, text: "for people".to_owned() });
+    assert_eq!(events[5], TraceEvent::Submit { chunk: 6, queue: 0, address: 0x1000, size_dw: 1 });
     assert_eq!(trace.chunks()[4].tag, Tag(*b"zzzz"));
     assert_eq!(trace.chunks()[4].payload_len, 11);
 }
@@ -882,10 +582,7 @@ fn invalid_tags() {
     for tag in [b"1abc", b" ABC", b"AB\0C", b"\xc3\xa9ab"] {
         let mut raw = sample();
         raw.chunk(tag, b"").end();
-        assert_eq!(
-            raw.error(),
-            err_at(4, &raw, TraceRule::InvalidTag { tag: Tag(*tag) })
-        );
+        assert_eq!(raw.error(), err_at(4, &raw, TraceRule::InvalidTag { tag: Tag(*tag) }));
     }
 }
 
@@ -893,38 +590,16 @@ fn invalid_tags() {
 fn overlapping_regions() {
     let mut raw = sample();
     raw.zero(0x10ff0, 0x20).end();
-    assert_eq!(
-        raw.error(),
-        err_at(
-            4,
-            &raw,
-            TraceRule::OverlappingRegions {
-                address: 0x10ff0,
-                len: 0x20
-            }
-        )
-    );
+    assert_eq!(raw.error(), err_at(4, &raw, TraceRule::OverlappingRegions { address: 0x10ff0, len: 0x20 }));
     // Contained, containing, exact, and overlapping the start.
-    for (address, len) in [
-        (0x10100, 4),
-        (0xf000, 0x4000),
-        (0x10000, 0x1000),
-        (0xfff0, 0x20),
-    ] {
+    for (address, len) in [(0x10100, 4), (0xf000, 0x4000), (0x10000, 0x1000), (0xfff0, 0x20)] {
         let mut raw = sample();
         raw.mem(address, &vec![0; len as usize]).end();
-        assert_eq!(
-            raw.error(),
-            err_at(4, &raw, TraceRule::OverlappingRegions { address, len })
-        );
+        assert_eq!(raw.error(), err_at(4, &raw, TraceRule::OverlappingRegions { address, len }));
     }
     // Adjacent on both sides is fine; empty regions overlap nothing.
     let mut raw = sample();
-    raw.zero(0xf000, 0x1000)
-        .zero(0x11000, 4)
-        .mem(0x10004, &[])
-        .zero(0x10008, 0)
-        .end();
+    raw.zero(0xf000, 0x1000).zero(0x11000, 4).mem(0x10004, &[]).zero(0x10008, 0).end();
     raw.parse().unwrap();
 }
 
@@ -950,62 +625,26 @@ fn writ_outside_memory() {
     for (address, len) in cases {
         let mut raw = sample();
         raw.writ(address, &vec![0; len]).end();
-        assert_eq!(
-            raw.error(),
-            err_at(
-                4,
-                &raw,
-                TraceRule::WriteOutsideMemory {
-                    address,
-                    len: len as u64
-                }
-            )
-        );
+        assert_eq!(raw.error(), err_at(4, &raw, TraceRule::WriteOutsideMemory { address, len: len as u64 }));
     }
     // Declared later does not count.
     let mut raw = Raw::new();
     raw.writ(0x1000, &[0; 4]).mem(0x1000, &[0; 4]).end();
-    assert_eq!(
-        raw.error(),
-        err_at(
-            0,
-            &raw,
-            TraceRule::WriteOutsideMemory {
-                address: 0x1000,
-                len: 4
-            }
-        )
-    );
+    assert_eq!(raw.error(), err_at(0, &raw, TraceRule::WriteOutsideMemory { address: 0x1000, len: 4 }));
     // Misaligned.
     let mut raw = sample();
     raw.writ(0x1001, &[0; 2]).end();
-    assert_eq!(
-        raw.error(),
-        err_at(
-            4,
-            &raw,
-            TraceRule::Misaligned {
-                address: 0x1001,
-                alignment: 4
-            }
-        )
-    );
+    assert_eq!(raw.error(), err_at(4, &raw, TraceRule::Misaligned { address: 0x1001, alignment: 4 }));
 }
 
 #[test]
 fn queue_out_of_range() {
     let mut raw = sample();
     raw.subm(57, 0x1000, 1).end();
-    assert_eq!(
-        raw.error(),
-        err_at(4, &raw, TraceRule::QueueOutOfRange { queue: 57 })
-    );
+    assert_eq!(raw.error(), err_at(4, &raw, TraceRule::QueueOutOfRange { queue: 57 }));
     let mut raw = sample();
     raw.subm(u32::MAX, 0x1000, 1).end();
-    assert_eq!(
-        raw.error().rule,
-        TraceRule::QueueOutOfRange { queue: u32::MAX }
-    );
+    assert_eq!(raw.error().rule, TraceRule::QueueOutOfRange { queue: u32::MAX });
     let mut raw = sample();
     raw.subm(56, 0x1000, 1).end();
     raw.parse().unwrap();
@@ -1013,37 +652,15 @@ fn queue_out_of_range() {
 
 #[test]
 fn subm_outside_memory() {
-    for (address, size_dw) in [
-        (0x1000, 3),
-        (0x3000, 1),
-        (0x1004, u32::MAX),
-        (0x0001_0000_0000_1000, 1),
-    ] {
+    for (address, size_dw) in [(0x1000, 3), (0x3000, 1), (0x1004, u32::MAX), (0x0001_0000_0000_1000, 1)] {
         let mut raw = sample();
         raw.subm(0, address, size_dw).end();
-        assert_eq!(
-            raw.error(),
-            err_at(
-                4,
-                &raw,
-                TraceRule::CommandBufferOutsideMemory { address, size_dw }
-            )
-        );
+        assert_eq!(raw.error(), err_at(4, &raw, TraceRule::CommandBufferOutsideMemory { address, size_dw }));
     }
     // The region must be declared before the submission.
     let mut raw = Raw::new();
     raw.subm(0, 0x1000, 1).mem(0x1000, &[0; 4]).end();
-    assert_eq!(
-        raw.error(),
-        err_at(
-            0,
-            &raw,
-            TraceRule::CommandBufferOutsideMemory {
-                address: 0x1000,
-                size_dw: 1
-            }
-        )
-    );
+    assert_eq!(raw.error(), err_at(0, &raw, TraceRule::CommandBufferOutsideMemory { address: 0x1000, size_dw: 1 }));
     // Spanning two adjacent regions is fine.
     let mut raw = sample();
     raw.mem(0x1008, &[0; 8]).subm(1, 0x1000, 4).end();
@@ -1054,105 +671,35 @@ fn subm_outside_memory() {
 fn misaligned_address() {
     let mut raw = sample();
     raw.mem(0x2002, &[0; 4]).end();
-    assert_eq!(
-        raw.error(),
-        err_at(
-            4,
-            &raw,
-            TraceRule::Misaligned {
-                address: 0x2002,
-                alignment: 4
-            }
-        )
-    );
+    assert_eq!(raw.error(), err_at(4, &raw, TraceRule::Misaligned { address: 0x2002, alignment: 4 }));
     let mut raw = sample();
     raw.zero(0x2001, 4).end();
-    assert_eq!(
-        raw.error(),
-        err_at(
-            4,
-            &raw,
-            TraceRule::Misaligned {
-                address: 0x2001,
-                alignment: 4
-            }
-        )
-    );
+    assert_eq!(raw.error(), err_at(4, &raw, TraceRule::Misaligned { address: 0x2001, alignment: 4 }));
     let mut raw = sample();
     raw.mem(0x2000, &[0; 8]).subm(0, 0x2002, 1).end();
-    assert_eq!(
-        raw.error(),
-        err_at(
-            5,
-            &raw,
-            TraceRule::Misaligned {
-                address: 0x2002,
-                alignment: 4
-            }
-        )
-    );
+    assert_eq!(raw.error(), err_at(5, &raw, TraceRule::Misaligned { address: 0x2002, alignment: 4 }));
     let mut raw = sample();
     raw.shdr(0x10000, 0x10080, 0, 0).end();
-    assert_eq!(
-        raw.error(),
-        err_at(
-            4,
-            &raw,
-            TraceRule::Misaligned {
-                address: 0x10080,
-                alignment: 256
-            }
-        )
-    );
+    assert_eq!(raw.error(), err_at(4, &raw, TraceRule::Misaligned { address: 0x10080, alignment: 256 }));
     let mut raw = sample();
     raw.shdr(0x10002, 0x10000, 0, 0).end();
-    assert_eq!(
-        raw.error(),
-        err_at(
-            4,
-            &raw,
-            TraceRule::Misaligned {
-                address: 0x10002,
-                alignment: 4
-            }
-        )
-    );
+    assert_eq!(raw.error(), err_at(4, &raw, TraceRule::Misaligned { address: 0x10002, alignment: 4 }));
 }
 
 #[test]
 fn region_past_address_space() {
     let top = ADDRESS_SPACE_END;
-    for (address, len) in [
-        (top - 0x1000, 0x2000),
-        (top, 4),
-        (u64::MAX - 3, 8),
-        (0, u64::MAX),
-    ] {
+    for (address, len) in [(top - 0x1000, 0x2000), (top, 4), (u64::MAX - 3, 8), (0, u64::MAX)] {
         let mut raw = sample();
         raw.zero(address, len).end();
-        assert_eq!(
-            raw.error(),
-            err_at(4, &raw, TraceRule::RegionPastAddressSpace { address, len })
-        );
+        assert_eq!(raw.error(), err_at(4, &raw, TraceRule::RegionPastAddressSpace { address, len }));
     }
     let mut raw = sample();
     raw.mem(top - 4, &[0; 8]).end();
-    assert_eq!(
-        raw.error(),
-        err_at(
-            4,
-            &raw,
-            TraceRule::RegionPastAddressSpace {
-                address: top - 4,
-                len: 8
-            }
-        )
-    );
+    assert_eq!(raw.error(), err_at(4, &raw, TraceRule::RegionPastAddressSpace { address: top - 4, len: 8 }));
     // Ending exactly at 2^48 is fine.
     let mut raw = sample();
-    raw.zero(top - 0x1000, 0x1000)
-        .mem(top - 0x2000, &[0; 0x1000])
-        .end();
+    raw.zero(top - 0x1000, 0x1000).mem(top - 0x2000, &[0; 0x1000]).end();
     raw.parse().unwrap();
 }
 
@@ -1161,97 +708,35 @@ fn shader_rules() {
     let mut raw = sample();
     raw.shdr(0x1000, 0x10000, 1, 0).end();
     let trace = raw.parse().unwrap();
-    assert!(matches!(
-        trace.events()[3],
-        TraceEvent::Shader {
-            relocated: true,
-            ..
-        }
-    ));
+    assert!(matches!(trace.events()[3], TraceEvent::Shader { relocated: true, .. }));
     let mut raw = sample();
     raw.shdr(0x3000, 0x10000, 0, 0).end();
-    assert_eq!(
-        raw.error(),
-        err_at(
-            4,
-            &raw,
-            TraceRule::ShaderOutsideMemory {
-                what: "header",
-                address: 0x3000
-            }
-        )
-    );
+    assert_eq!(raw.error(), err_at(4, &raw, TraceRule::ShaderOutsideMemory { what: "header", address: 0x3000 }));
     let mut raw = sample();
     raw.shdr(0x1000, 0x20000, 0, 0).end();
-    assert_eq!(
-        raw.error(),
-        err_at(
-            4,
-            &raw,
-            TraceRule::ShaderOutsideMemory {
-                what: "code",
-                address: 0x20000
-            }
-        )
-    );
+    assert_eq!(raw.error(), err_at(4, &raw, TraceRule::ShaderOutsideMemory { what: "code", address: 0x20000 }));
     let mut raw = sample();
     raw.shdr(0x1000, 0x10000, 2, 0).end();
-    assert!(matches!(
-        raw.error().rule,
-        TraceRule::ReservedNonZero { value: 2, .. }
-    ));
+    assert!(matches!(raw.error().rule, TraceRule::ReservedNonZero { value: 2, .. }));
     let mut raw = sample();
     raw.shdr(0x1000, 0x10000, 0, 1).end();
-    assert!(matches!(
-        raw.error().rule,
-        TraceRule::ReservedNonZero { value: 1, .. }
-    ));
+    assert!(matches!(raw.error().rule, TraceRule::ReservedNonZero { value: 1, .. }));
 }
 
 #[test]
 fn reserved_fields_nonzero() {
     let mut raw = sample();
     raw.subm_raw(0, 1, 0x1000, 1, 0).end();
-    assert_eq!(
-        raw.error(),
-        err_at(
-            4,
-            &raw,
-            TraceRule::ReservedNonZero {
-                field: "SUBM flags",
-                value: 1
-            }
-        )
-    );
+    assert_eq!(raw.error(), err_at(4, &raw, TraceRule::ReservedNonZero { field: "SUBM flags", value: 1 }));
     let mut raw = sample();
     raw.subm_raw(0, 0, 0x1000, 1, 7).end();
-    assert_eq!(
-        raw.error(),
-        err_at(
-            4,
-            &raw,
-            TraceRule::ReservedNonZero {
-                field: "SUBM reserved field",
-                value: 7
-            }
-        )
-    );
+    assert_eq!(raw.error(), err_at(4, &raw, TraceRule::ReservedNonZero { field: "SUBM reserved field", value: 7 }));
     // A pad byte that is not zero.
     let mut raw = sample();
     raw.chunk(b"note", b"abc").end();
     let mut bytes = raw.bytes();
     bytes[raw.offset(4) as usize + 8 + 3] = 1;
-    assert_eq!(
-        parse_err(bytes),
-        err_at(
-            4,
-            &raw,
-            TraceRule::ReservedNonZero {
-                field: "chunk pad byte",
-                value: 1
-            }
-        )
-    );
+    assert_eq!(parse_err(bytes), err_at(4, &raw, TraceRule::ReservedNonZero { field: "chunk pad byte", value: 1 }));
 }
 
 #[test]
@@ -1273,15 +758,7 @@ fn bad_payload_lengths() {
         raw.chunk(tag, &vec![0; len]).end();
         assert_eq!(
             raw.error(),
-            err_at(
-                4,
-                &raw,
-                TraceRule::BadPayloadLength {
-                    tag: Tag(*tag),
-                    len: len as u64,
-                    expected
-                }
-            )
+            err_at(4, &raw, TraceRule::BadPayloadLength { tag: Tag(*tag), len: len as u64, expected })
         );
     }
 }
@@ -1290,25 +767,10 @@ fn bad_payload_lengths() {
 fn missing_end() {
     let raw = sample();
     let len = raw.bytes().len() as u64;
-    assert_eq!(
-        raw.error(),
-        TraceError::new(
-            Some(4),
-            len,
-            TraceRule::MissingEnd {
-                last_good_offset: raw.offset(3)
-            }
-        )
-    );
+    assert_eq!(raw.error(), TraceError::new(Some(4), len, TraceRule::MissingEnd { last_good_offset: raw.offset(3) }));
     assert_eq!(
         parse_err(Raw::new().bytes()),
-        TraceError::new(
-            Some(0),
-            16,
-            TraceRule::MissingEnd {
-                last_good_offset: 0
-            }
-        )
+        TraceError::new(Some(0), 16, TraceRule::MissingEnd { last_good_offset: 0 })
     );
 }
 
@@ -1325,20 +787,14 @@ fn bytes_after_end() {
             TraceError::new(
                 Some(5),
                 len,
-                TraceRule::BytesAfterEnd {
-                    last_good_offset: raw.offset(4),
-                    extra: extra as u64
-                }
+                TraceRule::BytesAfterEnd { last_good_offset: raw.offset(4), extra: extra as u64 }
             )
         );
     }
     // A whole valid chunk after END is still bytes after END.
     let mut raw = sample();
     raw.end().chunk(b"note", b"late");
-    assert!(matches!(
-        raw.error().rule,
-        TraceRule::BytesAfterEnd { extra: 16, .. }
-    ));
+    assert!(matches!(raw.error().rule, TraceRule::BytesAfterEnd { extra: 16, .. }));
 }
 
 #[test]
@@ -1346,10 +802,7 @@ fn end_count_wrong() {
     for stored in [0u32, 3, 5, u32::MAX] {
         let mut raw = sample();
         raw.chunk(b"END ", &stored.to_le_bytes());
-        assert_eq!(
-            raw.error(),
-            err_at(4, &raw, TraceRule::EndCountMismatch { stored, actual: 4 })
-        );
+        assert_eq!(raw.error(), err_at(4, &raw, TraceRule::EndCountMismatch { stored, actual: 4 }));
     }
 }
 
@@ -1370,16 +823,10 @@ fn info_not_first() {
 fn info_text_rules() {
     let mut raw = Raw::new();
     raw.chunk(b"INFO", b"gpu=gfx10.3\nbad\xff=1\n").end();
-    assert_eq!(
-        raw.error(),
-        err_at(0, &raw, TraceRule::InfoNotUtf8 { valid_up_to: 15 })
-    );
+    assert_eq!(raw.error(), err_at(0, &raw, TraceRule::InfoNotUtf8 { valid_up_to: 15 }));
     let mut raw = Raw::new();
     raw.info("gpu=gfx10.3\njust words\n").end();
-    assert_eq!(
-        raw.error(),
-        err_at(0, &raw, TraceRule::InfoBadLine { line: 2 })
-    );
+    assert_eq!(raw.error(), err_at(0, &raw, TraceRule::InfoBadLine { line: 2 }));
     let mut raw = Raw::new();
     raw.info("zeta=1\ngpu=gfx7\nalpha=x=y").end();
     let trace = raw.parse().unwrap();
@@ -1406,42 +853,18 @@ fn zero_region_of_2_pow_47_maps_without_allocating() {
 #[test]
 fn read_file_errors_are_io() {
     let err = Trace::read_file(Path::new("/nonexistent/dir/x.pm4t")).unwrap_err();
-    assert!(
-        matches!(
-            err.rule,
-            TraceRule::Io {
-                kind: std::io::ErrorKind::NotFound,
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert!(matches!(err.rule, TraceRule::Io { kind: std::io::ErrorKind::NotFound, .. }), "{err}");
     assert!(err.to_string().contains("/nonexistent/dir/x.pm4t"), "{err}");
 }
 
 #[test]
 fn error_display_forms() {
     let header = TraceError::new(None, 8, TraceRule::UnsupportedVersion { version: 9 });
-    assert_eq!(
-        header.to_string(),
-        "header at byte 0x8: unsupported version 9 (this reader knows version 1)"
-    );
+    assert_eq!(header.to_string(), "header at byte 0x8: unsupported version 9 (this reader knows version 1)");
     let chunk = TraceError::new(Some(3), 0x1a4, TraceRule::QueueOutOfRange { queue: 57 });
-    assert_eq!(
-        chunk.to_string(),
-        "chunk 3 at byte 0x1a4: queue 57 out of range (0..=56)"
-    );
-    let tag = TraceError::new(
-        Some(1),
-        0x20,
-        TraceRule::InvalidTag {
-            tag: Tag(*b"\x01abc"),
-        },
-    );
-    assert_eq!(
-        tag.to_string(),
-        "chunk 1 at byte 0x20: invalid chunk tag `\\x01abc`"
-    );
+    assert_eq!(chunk.to_string(), "chunk 3 at byte 0x1a4: queue 57 out of range (0..=56)");
+    let tag = TraceError::new(Some(1), 0x20, TraceRule::InvalidTag { tag: Tag(*b"\x01abc") });
+    assert_eq!(tag.to_string(), "chunk 1 at byte 0x20: invalid chunk tag `\\x01abc`");
 }
 
 #[test]
@@ -1482,8 +905,7 @@ fn rich_sample() -> Raw {
 fn fix_crcs(bytes: &mut [u8]) {
     let mut at = 16usize;
     while at + 8 <= bytes.len() {
-        let len = u32::from_le_bytes([bytes[at + 4], bytes[at + 5], bytes[at + 6], bytes[at + 7]])
-            as usize;
+        let len = u32::from_le_bytes([bytes[at + 4], bytes[at + 5], bytes[at + 6], bytes[at + 7]]) as usize;
         let crc_at = at + 8 + len + (4 - len % 4) % 4;
         if crc_at + 4 > bytes.len() {
             return;
@@ -1502,9 +924,7 @@ fn exercise(bytes: Vec<u8>) {
         for (_, address, size_dw) in trace.submissions() {
             assert!(mem.is_mapped(address, u64::from(size_dw) * 4));
         }
-        trace
-            .memory_before(trace.events().len())
-            .expect("a valid trace applies its writes");
+        trace.memory_before(trace.events().len()).expect("a valid trace applies its writes");
         for chunk in trace.chunks() {
             let _ = chunk.tag.to_string();
         }
@@ -1528,12 +948,7 @@ fn op() -> impl Strategy<Value = Op> {
         (address.clone(), 0u64..300).prop_map(|(a, n)| Op::Zero(a, n)),
         (address.clone(), 0usize..100).prop_map(|(a, n)| Op::Writ(a, n)),
         (0u32..60, address.clone(), 0u32..40).prop_map(|(q, a, n)| Op::Subm(q, a, n)),
-        (
-            address.clone(),
-            (0u64..16).prop_map(|a| a * 256),
-            any::<bool>()
-        )
-            .prop_map(|(h, c, r)| Op::Shdr(h, c, r)),
+        (address.clone(), (0u64..16).prop_map(|a| a * 256), any::<bool>()).prop_map(|(h, c, r)| Op::Shdr(h, c, r)),
         "[a-z ]{0,12}".prop_map(Op::Note),
     ]
 }

@@ -143,9 +143,7 @@ pub struct CondIndirectBuffer {
 impl CondIndirectBuffer {
     pub fn decode(p: &Packet) -> Result<Self, BodyError> {
         let d0 = p.dw(0)?;
-        let q = |lo: usize| -> Result<u64, BodyError> {
-            Ok(u64::from(p.dw(lo)?) | (u64::from(p.dw(lo + 1)?) << 32))
-        };
+        let q = |lo: usize| -> Result<u64, BodyError> { Ok(u64::from(p.dw(lo)?) | (u64::from(p.dw(lo + 1)?) << 32)) };
         Ok(Self {
             mode: bits(d0, 0, 1),
             function: CompareFunction::from_bits(bits(d0, 8, 10)),
@@ -279,11 +277,8 @@ impl<'a> WriteData<'a> {
     pub fn decode(p: &Packet<'a>) -> Result<Self, BodyError> {
         let d0 = p.dw(0)?;
         let dst_sel = bits(d0, 8, 11);
-        let destination = if dst_sel == 0 {
-            u64::from(bits(p.dw(1)?, 0, 17))
-        } else {
-            address_from_dwords(p.dw(1)?, p.dw(2)?, 2)
-        };
+        let destination =
+            if dst_sel == 0 { u64::from(bits(p.dw(1)?, 0, 17)) } else { address_from_dwords(p.dw(1)?, p.dw(2)?, 2) };
         p.dw(2)?;
         Ok(Self {
             dst_sel,
@@ -353,15 +348,7 @@ impl CopyData {
             3 => u64::from(bits(d_lo, 0, 15)),
             _ => address_from_dwords(d_lo, d_hi, align),
         };
-        Ok(Self {
-            src_sel,
-            dst_sel,
-            count_64,
-            wr_confirm: bit(d0, 20),
-            engine: bits(d0, 30, 31),
-            src,
-            dst,
-        })
+        Ok(Self { src_sel, dst_sel, count_64, wr_confirm: bit(d0, 20), engine: bits(d0, 30, 31), src, dst })
     }
 
     /// Name of a SRC_SEL value.
@@ -437,11 +424,7 @@ impl DmaData {
         let d0 = p.dw(0)?;
         let cmd = p.dw(5)?;
         let src_sel = bits(d0, 29, 30);
-        let src = if src_sel == 2 {
-            u64::from(p.dw(1)?)
-        } else {
-            address_from_dwords(p.dw(1)?, p.dw(2)?, 0)
-        };
+        let src = if src_sel == 2 { u64::from(p.dw(1)?) } else { address_from_dwords(p.dw(1)?, p.dw(2)?, 0) };
         Ok(Self {
             engine: d0 & 1,
             src_sel,
@@ -880,11 +863,7 @@ pub struct SetRegisters<'a> {
 impl<'a> SetRegisters<'a> {
     pub fn decode(p: &Packet<'a>) -> Result<Self, BodyError> {
         let d0 = p.dw(0)?;
-        Ok(Self {
-            offset: bits(d0, 0, 15),
-            index: bits(d0, 28, 31),
-            values: p.body.get(1..).unwrap_or(&[]),
-        })
+        Ok(Self { offset: bits(d0, 0, 15), index: bits(d0, 28, 31), values: p.body.get(1..).unwrap_or(&[]) })
     }
 }
 
@@ -1176,10 +1155,7 @@ pub struct SetBase {
 
 impl SetBase {
     pub fn decode(p: &Packet) -> Result<Self, BodyError> {
-        Ok(Self {
-            base_index: bits(p.dw(0)?, 0, 3),
-            address: address_from_dwords(p.dw(1)?, p.dw(2)?, 0),
-        })
+        Ok(Self { base_index: bits(p.dw(0)?, 0, 3), address: address_from_dwords(p.dw(1)?, p.dw(2)?, 0) })
     }
 }
 
@@ -1211,11 +1187,7 @@ impl StrmoutBufferUpdate {
             data_in_bytes: bit(d0, 7),
             buffer: bits(d0, 8, 9),
             dst: address_from_dwords(p.dw(1)?, p.dw(2)?, 2),
-            src: if source_select == 2 {
-                address_from_dwords(p.dw(3)?, p.dw(4)?, 2)
-            } else {
-                u64::from(p.dw(3)?)
-            },
+            src: if source_select == 2 { address_from_dwords(p.dw(3)?, p.dw(4)?, 2) } else { u64::from(p.dw(3)?) },
         })
     }
 }

@@ -137,13 +137,7 @@ impl PacketLocation {
 
 impl fmt::Display for PacketLocation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{:#x} (buffer {:#x} + dword {})",
-            self.address(),
-            self.buffer,
-            self.offset_dw
-        )
+        write!(f, "{:#x} (buffer {:#x} + dword {})", self.address(), self.buffer, self.offset_dw)
     }
 }
 
@@ -182,9 +176,11 @@ pub fn split_packet(dwords: &[u32]) -> Result<(Header, &[u32], u32), SplitError>
     let first = *dwords.first().ok_or(SplitError::Empty)?;
     let header = Header(first);
     let len = header.length_dw().ok_or(SplitError::Type1 { header: first })?;
-    let body = dwords
-        .get(1..len as usize)
-        .ok_or(SplitError::Overrun { header: first, length_dw: len, available_dw: dwords.len() as u32 })?;
+    let body = dwords.get(1..len as usize).ok_or(SplitError::Overrun {
+        header: first,
+        length_dw: len,
+        available_dw: dwords.len() as u32,
+    })?;
     Ok((header, body, len))
 }
 

@@ -17,8 +17,8 @@ pub mod tables;
 mod window;
 
 pub use error::Pm4Error;
-pub use handlers::nop::convention_name as nop_convention;
 pub use execution::{Cursor, Pm4Execution, Predication, SuspendReason};
+pub use handlers::nop::convention_name as nop_convention;
 
 use crate::backend::{Backend, ProgramBinding, QueueId, UnknownPacket};
 use crate::memory::GuestMemory;
@@ -483,15 +483,22 @@ fn run_stream(
         let remaining = cursor.remaining_dw();
         let address = cursor.address();
 
-        let start = window
-            .ensure(&*env.memory, address, 1, remaining)
-            .map_err(|source| Pm4Error::Memory { location, opcode: Opcode::NOP, source })?;
+        let start = window.ensure(&*env.memory, address, 1, remaining).map_err(|source| Pm4Error::Memory {
+            location,
+            opcode: Opcode::NOP,
+            source,
+        })?;
         let header = Header(window.slice(start, 1).first().copied().unwrap_or(0));
         let Some(length) = header.length_dw() else {
             return Err(Pm4Error::Type1Header { location, header: header.0 });
         };
         if length > remaining {
-            return Err(Pm4Error::PacketOverrun { location, header: header.0, length_dw: length, remaining_dw: remaining });
+            return Err(Pm4Error::PacketOverrun {
+                location,
+                header: header.0,
+                length_dw: length,
+                remaining_dw: remaining,
+            });
         }
 
         exec.packets += 1;
@@ -540,9 +547,11 @@ fn run_stream(
             continue;
         }
 
-        let start = window
-            .ensure(&*env.memory, address, length, remaining)
-            .map_err(|source| Pm4Error::Memory { location, opcode: header.opcode(), source })?;
+        let start = window.ensure(&*env.memory, address, length, remaining).map_err(|source| Pm4Error::Memory {
+            location,
+            opcode: header.opcode(),
+            source,
+        })?;
         let window_range = window.range();
         let words = window.slice(start, length);
         let body = words.get(1..length as usize).unwrap_or(&[]);
@@ -618,17 +627,10 @@ fn count_packet(state: &mut ProcessorState, header: Header, length: u32) {
 }
 
 /// A report of an unknown packet: its surroundings as a hex dump.
-pub(crate) fn unknown_packet_report(
-    queue: QueueId,
-    memory: &dyn GuestMemory,
-    packet: &Packet<'_>,
-) -> UnknownPacket {
+pub(crate) fn unknown_packet_report(queue: QueueId, memory: &dyn GuestMemory, packet: &Packet<'_>) -> UnknownPacket {
     let loc: PacketLocation = packet.location;
     let first = loc.offset_dw.saturating_sub(16);
-    let last = loc
-        .offset_dw
-        .saturating_add(17)
-        .min(loc.buffer_size_dw);
+    let last = loc.offset_dw.saturating_add(17).min(loc.buffer_size_dw);
     let mut dump = String::new();
     for offset in first..last {
         let address = loc.buffer.wrapping_add(u64::from(offset) * 4);

@@ -69,7 +69,13 @@ impl PrefetchWindow {
     }
 
     #[cold]
-    fn refill(&mut self, memory: &dyn GuestMemory, address: u64, need: usize, remaining: usize) -> Result<(), MemoryError> {
+    fn refill(
+        &mut self,
+        memory: &dyn GuestMemory,
+        address: u64,
+        need: usize,
+        remaining: usize,
+    ) -> Result<(), MemoryError> {
         self.len = 0;
         let want = remaining.min(need.max(FILL_DW)).min(CAPACITY_DW).max(need.min(CAPACITY_DW));
         let target = self.words.get_mut(..want).ok_or(MemoryError::Unmapped { address, len: want as u64 * 4 })?;

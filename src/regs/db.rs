@@ -212,10 +212,7 @@ impl FieldInfo {
     /// The name of the field value `field_value` (already extracted), if the
     /// field is enumerated and the value has a name.
     pub fn value_name(&self, field_value: u32) -> Option<&'static str> {
-        self.values
-            .iter()
-            .find(|v| v.value == field_value)
-            .map(|v| v.name)
+        self.values.iter().find(|v| v.value == field_value).map(|v| v.name)
     }
 
     /// The value named `name`, if the field is enumerated and has it.
@@ -226,11 +223,7 @@ impl FieldInfo {
     /// Decodes this field of the register value `value`.
     pub fn decode(&self, value: u32) -> FieldValue<'_> {
         let field_value = self.extract(value);
-        FieldValue {
-            field: self,
-            value: field_value,
-            enum_name: self.value_name(field_value),
-        }
+        FieldValue { field: self, value: field_value, enum_name: self.value_name(field_value) }
     }
 }
 
@@ -340,10 +333,7 @@ fn registers_by_name(family: GpuFamily) -> &'static [u16] {
 /// The register of `family` at `dword_offset` (binary search).
 pub fn register(family: GpuFamily, dword_offset: u32) -> Option<&'static RegisterInfo> {
     let table = registers(family);
-    table
-        .binary_search_by_key(&dword_offset, |r| r.offset)
-        .ok()
-        .and_then(|i| table.get(i))
+    table.binary_search_by_key(&dword_offset, |r| r.offset).ok().and_then(|i| table.get(i))
 }
 
 /// The register of `family` named `name` (case-sensitive; binary search in
@@ -368,9 +358,7 @@ pub fn packet_field_types() -> &'static [PacketFieldType] {
 /// `family`. A few names (`DST_ADDR_LO`, ...) describe more than one dword;
 /// this returns the first, by `at`; see [`packet_field_types`] for all.
 pub fn packet_field_type(name: &str, family: GpuFamily) -> Option<&'static PacketFieldType> {
-    packet_field_types()
-        .iter()
-        .find(|t| t.name == name && t.applies_to(family))
+    packet_field_types().iter().find(|t| t.name == name && t.applies_to(family))
 }
 
 /// Formats `value` field by field: `NAME = ENUM_NAME` or `NAME = decimal`,

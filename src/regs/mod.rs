@@ -222,10 +222,7 @@ impl RegisterView<'_> {
         }
         let tl = self.regs.get(gfx103::PA_SC_VPORT_SCISSOR_0_TL + i * 2);
         let br = self.regs.get(gfx103::PA_SC_VPORT_SCISSOR_0_BR + i * 2);
-        Some(Scissor {
-            top_left: (tl & 0x7FFF, (tl >> 16) & 0x7FFF),
-            bottom_right: (br & 0x7FFF, (br >> 16) & 0x7FFF),
-        })
+        Some(Scissor { top_left: (tl & 0x7FFF, (tl >> 16) & 0x7FFF), bottom_right: (br & 0x7FFF, (br >> 16) & 0x7FFF) })
     }
 
     /// Colour target `i` (0..8).

@@ -26,23 +26,12 @@ pub struct TraceError {
 impl TraceError {
     /// An error about chunk `chunk` (or the header) at byte `offset`.
     pub fn new(chunk: Option<u32>, offset: u64, rule: TraceRule) -> Self {
-        TraceError {
-            chunk,
-            offset,
-            rule,
-        }
+        TraceError { chunk, offset, rule }
     }
 
     /// An I/O error, with what was being done.
     pub fn io(context: &str, error: &std::io::Error) -> Self {
-        TraceError::new(
-            None,
-            0,
-            TraceRule::Io {
-                kind: error.kind(),
-                message: format!("{context}: {error}"),
-            },
-        )
+        TraceError::new(None, 0, TraceRule::Io { kind: error.kind(), message: format!("{context}: {error}") })
     }
 }
 
@@ -87,9 +76,7 @@ pub enum TraceRule {
     #[error("file truncated: {available} bytes left where {needed} are needed")]
     Truncated { needed: u64, available: u64 },
     /// A chunk's length runs past the end of the file.
-    #[error(
-        "chunk of payload length {len} runs past the end of the file ({available} bytes left)"
-    )]
+    #[error("chunk of payload length {len} runs past the end of the file ({available} bytes left)")]
     ChunkPastEnd { len: u32, available: u64 },
     /// The stored CRC does not match the tag and payload.
     #[error("CRC mismatch (stored {stored:#010x}, computed {computed:#010x})")]
@@ -115,11 +102,7 @@ pub enum TraceRule {
     InfoBadLine { line: usize },
     /// A payload length the chunk type does not allow.
     #[error("`{tag}` payload of {len} bytes (must be {expected})")]
-    BadPayloadLength {
-        tag: Tag,
-        len: u64,
-        expected: &'static str,
-    },
+    BadPayloadLength { tag: Tag, len: u64, expected: &'static str },
     /// An address not aligned as the format requires.
     #[error("address {address:#x} is not {alignment}-byte aligned")]
     Misaligned { address: u64, alignment: u64 },
@@ -158,8 +141,5 @@ pub enum TraceRule {
     Memory(MemoryError),
     /// Reading or writing the file failed.
     #[error("{message}")]
-    Io {
-        kind: std::io::ErrorKind,
-        message: String,
-    },
+    Io { kind: std::io::ErrorKind, message: String },
 }

@@ -40,33 +40,15 @@ impl PayloadRange {
 #[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "snake_case"))]
 pub enum TraceEvent {
     /// `MEM `: a region mapped with the bytes `data` of the file.
-    MemRegion {
-        chunk: u32,
-        address: u64,
-        data: PayloadRange,
-    },
+    MemRegion { chunk: u32, address: u64, data: PayloadRange },
     /// `ZERO`: a region of `len` zero bytes.
     ZeroRegion { chunk: u32, address: u64, len: u64 },
     /// `WRIT`: the host writes the bytes `data` of the file at `address`.
-    HostWrite {
-        chunk: u32,
-        address: u64,
-        data: PayloadRange,
-    },
+    HostWrite { chunk: u32, address: u64, data: PayloadRange },
     /// `SUBM`: a command buffer of `size_dw` dwords submitted to `queue`.
-    Submit {
-        chunk: u32,
-        queue: u32,
-        address: u64,
-        size_dw: u32,
-    },
+    Submit { chunk: u32, queue: u32, address: u64, size_dw: u32 },
     /// `SHDR`: a shader container created at this point.
-    Shader {
-        chunk: u32,
-        header_address: u64,
-        code_address: u64,
-        relocated: bool,
-    },
+    Shader { chunk: u32, header_address: u64, code_address: u64, relocated: bool },
     /// `note`: text for people (invalid UTF-8 shown as U+FFFD).
     Note { chunk: u32, text: String },
     /// An ancillary chunk this reader does not know, skipped.

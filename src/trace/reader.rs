@@ -9,8 +9,8 @@ use std::sync::Arc;
 use super::error::{TraceError, TraceRule};
 use super::event::{ChunkSummary, PayloadRange, TraceEvent};
 use super::format::{
-    chunk_crc, pad_len, Tag, CHUNK_HEAD_LEN, CHUNK_OVERHEAD, FLAGS_OFFSET, HEADER_LEN,
-    HEADER_RESERVED_OFFSET, KNOWN_FLAGS, MAGIC, VERSION, VERSION_OFFSET,
+    chunk_crc, pad_len, Tag, CHUNK_HEAD_LEN, CHUNK_OVERHEAD, FLAGS_OFFSET, HEADER_LEN, HEADER_RESERVED_OFFSET,
+    KNOWN_FLAGS, MAGIC, VERSION, VERSION_OFFSET,
 };
 use super::rules::{Decoded, Sequence};
 use crate::memory::{GuestMemory, MemoryError, SparseMemory};
@@ -19,8 +19,7 @@ use crate::memory::{GuestMemory, MemoryError, SparseMemory};
 fn bytes_at<const N: usize>(data: &[u8], at: u64) -> Option<[u8; N]> {
     let start = usize::try_from(at).ok()?;
     let end = start.checked_add(N)?;
-    data.get(start..end)
-        .and_then(|b| <[u8; N]>::try_from(b).ok())
+    data.get(start..end).and_then(|b| <[u8; N]>::try_from(b).ok())
 }
 
 /// `len` bytes of `data` at `at`, if they are there.
@@ -74,13 +73,8 @@ impl Trace {
             if available == 0 {
                 return Err(err(TraceRule::MissingEnd { last_good_offset }));
             }
-            let (Some(tag), Some(len)) =
-                (bytes_at::<4>(data, offset), bytes_at::<4>(data, offset + 4))
-            else {
-                return Err(err(TraceRule::Truncated {
-                    needed: CHUNK_OVERHEAD as u64,
-                    available,
-                }));
+            let (Some(tag), Some(len)) = (bytes_at::<4>(data, offset), bytes_at::<4>(data, offset + 4)) else {
+                return Err(err(TraceRule::Truncated { needed: CHUNK_OVERHEAD as u64, available }));
             };
             let tag = Tag(tag);
             let len = u32::from_le_bytes(len);
@@ -104,21 +98,10 @@ impl Trace {
                 return Err(err(TraceRule::CrcMismatch { stored, computed }));
             }
             if let Some(&value) = pad_bytes.iter().find(|&&b| b != 0) {
-                return Err(err(TraceRule::ReservedNonZero {
-                    field: "chunk pad byte",
-                    value: u64::from(value),
-                }));
+                return Err(err(TraceRule::ReservedNonZero { field: "chunk pad byte", value: u64::from(value) }));
             }
-            let decoded = sequence
-                .chunk(index, tag, payload, payload_offset)
-                .map_err(err)?;
-            chunks.push(ChunkSummary {
-                tag,
-                index,
-                offset,
-                payload_len: len,
-                crc: stored,
-            });
+            let decoded = sequence.chunk(index, tag, payload, payload_offset).map_err(err)?;
+            chunks.push(ChunkSummary { tag, index, offset, payload_len: len, crc: stored });
             match decoded {
                 Decoded::Info(entries) => info = entries,
                 Decoded::Event(event) => events.push(event),
@@ -127,10 +110,7 @@ impl Trace {
                         return Err(TraceError::new(
                             index.checked_add(1),
                             next,
-                            TraceRule::BytesAfterEnd {
-                                last_good_offset: offset,
-                                extra: file_len - next,
-                            },
+                            TraceRule::BytesAfterEnd { last_good_offset: offset, extra: file_len - next },
                         ));
                     }
                     break;
@@ -138,16 +118,9 @@ impl Trace {
             }
             last_good_offset = offset;
             offset = next;
-            index = index
-                .checked_add(1)
-                .ok_or_else(|| err(TraceRule::TooManyChunks))?;
+            index = index.checked_add(1).ok_or_else(|| err(TraceRule::TooManyChunks))?;
         }
-        Ok(Trace {
-            bytes,
-            info,
-            events,
-            chunks,
-        })
+        Ok(Trace { bytes, info, events, chunks })
     }
 
     /// Parses a byte vector (see [`Trace::parse`]).
@@ -157,8 +130,7 @@ impl Trace {
 
     /// Reads and parses a trace file; I/O errors become [`TraceRule::Io`].
     pub fn read_file(path: &Path) -> Result<Trace, TraceError> {
-        let bytes = std::fs::read(path)
-            .map_err(|e| TraceError::io(&format!("reading {}", path.display()), &e))?;
+        let bytes = std::fs::read(path).map_err(|e| TraceError::io(&format!("reading {}", path.display()), &e))?;
         Self::parse(Arc::from(bytes))
     }
 
@@ -174,10 +146,7 @@ impl Trace {
 
     /// The first value of an `INFO` key.
     pub fn info_value(&self, key: &str) -> Option<&str> {
-        self.info
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+        self.info.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
     /// The register map the trace targets (`INFO` key `gpu`).
@@ -198,12 +167,7 @@ impl Trace {
     /// The submissions as `(queue, address, size_dw)`, in file order.
     pub fn submissions(&self) -> impl Iterator<Item = (u32, u64, u32)> + '_ {
         self.events.iter().filter_map(|e| match *e {
-            TraceEvent::Submit {
-                queue,
-                address,
-                size_dw,
-                ..
-            } => Some((queue, address, size_dw)),
+            TraceEvent::Submit { queue, address, size_dw, .. } => Some((queue, address, size_dw)),
             _ => None,
         })
     }
@@ -217,20 +181,13 @@ impl Trace {
     /// Maps a `MEM ` region (sharing the file's bytes, no copy) or a `ZERO`
     /// region (nothing allocated); an empty region or any other event does
     /// nothing.
-    pub fn map_region(
-        &self,
-        mem: &mut SparseMemory,
-        event: &TraceEvent,
-    ) -> Result<(), MemoryError> {
+    pub fn map_region(&self, mem: &mut SparseMemory, event: &TraceEvent) -> Result<(), MemoryError> {
         if event.region().is_some_and(|(_, len)| len == 0) {
             return Ok(());
         }
         match *event {
             TraceEvent::MemRegion { address, data, .. } => {
-                let out_of_range = MemoryError::OutOfRange {
-                    address,
-                    len: data.len(),
-                };
+                let out_of_range = MemoryError::OutOfRange { address, len: data.len() };
                 let offset = usize::try_from(data.offset()).map_err(|_| out_of_range)?;
                 let len = usize::try_from(data.len()).map_err(|_| out_of_range)?;
                 mem.map_shared(address, Arc::clone(&self.bytes), offset, len)
@@ -247,9 +204,7 @@ impl Trace {
         event: &TraceEvent,
     ) -> Result<(), MemoryError> {
         match event {
-            TraceEvent::HostWrite { address, data, .. } => {
-                mem.write_bytes(*address, self.bytes_of(data))
-            }
+            TraceEvent::HostWrite { address, data, .. } => mem.write_bytes(*address, self.bytes_of(data)),
             _ => Ok(()),
         }
     }
@@ -259,8 +214,7 @@ impl Trace {
     pub fn build_memory(&self) -> Result<SparseMemory, TraceError> {
         let mut mem = SparseMemory::new();
         for event in &self.events {
-            self.map_region(&mut mem, event)
-                .map_err(|e| self.memory_error(event, e))?;
+            self.map_region(&mut mem, event).map_err(|e| self.memory_error(event, e))?;
         }
         Ok(mem)
     }
@@ -271,20 +225,15 @@ impl Trace {
     pub fn memory_before(&self, end: usize) -> Result<SparseMemory, TraceError> {
         let mut mem = SparseMemory::new();
         for event in self.events.iter().take(end) {
-            self.map_region(&mut mem, event)
-                .map_err(|e| self.memory_error(event, e))?;
-            self.apply_host_write(&mut mem, event)
-                .map_err(|e| self.memory_error(event, e))?;
+            self.map_region(&mut mem, event).map_err(|e| self.memory_error(event, e))?;
+            self.apply_host_write(&mut mem, event).map_err(|e| self.memory_error(event, e))?;
         }
         Ok(mem)
     }
 
     fn memory_error(&self, event: &TraceEvent, error: MemoryError) -> TraceError {
         let chunk = event.chunk();
-        let offset = usize::try_from(chunk)
-            .ok()
-            .and_then(|i| self.chunks.get(i))
-            .map_or(0, |c| c.offset);
+        let offset = usize::try_from(chunk).ok().and_then(|i| self.chunks.get(i)).map_or(0, |c| c.offset);
         TraceError::new(Some(chunk), offset, TraceRule::Memory(error))
     }
 }
@@ -301,20 +250,11 @@ fn check_header(data: &[u8]) -> Result<(), TraceError> {
         bytes_at::<2>(data, FLAGS_OFFSET as u64),
         bytes_at::<4>(data, HEADER_RESERVED_OFFSET as u64),
     ) else {
-        return Err(header(
-            0,
-            TraceRule::Truncated {
-                needed: HEADER_LEN as u64,
-                available: data.len() as u64,
-            },
-        ));
+        return Err(header(0, TraceRule::Truncated { needed: HEADER_LEN as u64, available: data.len() as u64 }));
     };
     let version = u16::from_le_bytes(version);
     if version != VERSION {
-        return Err(header(
-            VERSION_OFFSET,
-            TraceRule::UnsupportedVersion { version },
-        ));
+        return Err(header(VERSION_OFFSET, TraceRule::UnsupportedVersion { version }));
     }
     let flags = u16::from_le_bytes(flags);
     if flags & !KNOWN_FLAGS != 0 {
@@ -324,10 +264,7 @@ fn check_header(data: &[u8]) -> Result<(), TraceError> {
     if reserved != 0 {
         return Err(header(
             HEADER_RESERVED_OFFSET,
-            TraceRule::ReservedNonZero {
-                field: "header reserved field",
-                value: u64::from(reserved),
-            },
+            TraceRule::ReservedNonZero { field: "header reserved field", value: u64::from(reserved) },
         ));
     }
     Ok(())

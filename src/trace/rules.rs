@@ -6,16 +6,14 @@ use std::collections::BTreeMap;
 use super::error::TraceRule;
 use super::event::{PayloadRange, TraceEvent};
 use super::format::{
-    Tag, ADDRESS_ALIGN, END_LEN, MAX_QUEUE, MEM_HEADER_LEN, SHADER_CODE_ALIGN, SHADER_PROBE_LEN,
-    SHDR_FLAG_RELOCATED, SHDR_KNOWN_FLAGS, SHDR_LEN, SUBM_LEN, ZERO_LEN,
+    Tag, ADDRESS_ALIGN, END_LEN, MAX_QUEUE, MEM_HEADER_LEN, SHADER_CODE_ALIGN, SHADER_PROBE_LEN, SHDR_FLAG_RELOCATED,
+    SHDR_KNOWN_FLAGS, SHDR_LEN, SUBM_LEN, ZERO_LEN,
 };
 use crate::memory::ADDRESS_SPACE_END;
 
 /// The end of `[address, address + len)` if it lies inside the 48-bit space.
 fn range_end(address: u64, len: u64) -> Option<u64> {
-    address
-        .checked_add(len)
-        .filter(|&end| end <= ADDRESS_SPACE_END)
+    address.checked_add(len).filter(|&end| end <= ADDRESS_SPACE_END)
 }
 
 /// The union of the regions declared so far, as disjoint, non-adjacent
@@ -30,10 +28,7 @@ pub(crate) struct DeclaredMemory {
 impl DeclaredMemory {
     /// True when `[address, end)` overlaps declared memory.
     fn overlaps(&self, address: u64, end: u64) -> bool {
-        self.spans
-            .range(..end)
-            .next_back()
-            .is_some_and(|(_, &span_end)| span_end > address)
+        self.spans.range(..end).next_back().is_some_and(|(_, &span_end)| span_end > address)
     }
 
     /// Adds `[address, end)`, which must not overlap.
@@ -63,10 +58,7 @@ impl DeclaredMemory {
         if len == 0 {
             return true;
         }
-        self.spans
-            .range(..=address)
-            .next_back()
-            .is_some_and(|(_, &span_end)| span_end >= end)
+        self.spans.range(..=address).next_back().is_some_and(|(_, &span_end)| span_end >= end)
     }
 }
 
@@ -93,11 +85,7 @@ impl Fields<'_> {
         at.checked_add(N)
             .and_then(|end| self.payload.get(at..end))
             .and_then(|b| <[u8; N]>::try_from(b).ok())
-            .ok_or(TraceRule::BadPayloadLength {
-                tag: self.tag,
-                len: self.payload.len() as u64,
-                expected: "longer",
-            })
+            .ok_or(TraceRule::BadPayloadLength { tag: self.tag, len: self.payload.len() as u64, expected: "longer" })
     }
 
     fn u32(&self, at: usize) -> Result<u32, TraceRule> {
@@ -109,20 +97,11 @@ impl Fields<'_> {
     }
 }
 
-fn exact_len(
-    tag: Tag,
-    payload: &[u8],
-    len: usize,
-    expected: &'static str,
-) -> Result<(), TraceRule> {
+fn exact_len(tag: Tag, payload: &[u8], len: usize, expected: &'static str) -> Result<(), TraceRule> {
     if payload.len() == len {
         Ok(())
     } else {
-        Err(TraceRule::BadPayloadLength {
-            tag,
-            len: payload.len() as u64,
-            expected,
-        })
+        Err(TraceRule::BadPayloadLength { tag, len: payload.len() as u64, expected })
     }
 }
 
@@ -138,19 +117,14 @@ fn reserved(field: &'static str, value: u32) -> Result<(), TraceRule> {
     if value == 0 {
         Ok(())
     } else {
-        Err(TraceRule::ReservedNonZero {
-            field,
-            value: u64::from(value),
-        })
+        Err(TraceRule::ReservedNonZero { field, value: u64::from(value) })
     }
 }
 
 /// Parses `INFO` text into key/value pairs. Empty lines are skipped; every
 /// other line needs `=` after a non-empty key.
 pub(crate) fn parse_info(payload: &[u8]) -> Result<Vec<(String, String)>, TraceRule> {
-    let text = std::str::from_utf8(payload).map_err(|e| TraceRule::InfoNotUtf8 {
-        valid_up_to: e.valid_up_to(),
-    })?;
+    let text = std::str::from_utf8(payload).map_err(|e| TraceRule::InfoNotUtf8 { valid_up_to: e.valid_up_to() })?;
     let mut entries = Vec::new();
     for (n, line) in text.split('\n').enumerate() {
         if line.is_empty() {
@@ -208,11 +182,7 @@ impl Sequence {
             }
             Tag::MEM => {
                 if payload.len() < MEM_HEADER_LEN {
-                    return Err(TraceRule::BadPayloadLength {
-                        tag,
-                        len: payload.len() as u64,
-                        expected: "at least 8",
-                    });
+                    return Err(TraceRule::BadPayloadLength { tag, len: payload.len() as u64, expected: "at least 8" });
                 }
                 let address = fields.u64(0)?;
                 let len = (payload.len() - MEM_HEADER_LEN) as u64;
@@ -228,19 +198,11 @@ impl Sequence {
                 let address = fields.u64(0)?;
                 let len = fields.u64(8)?;
                 self.region(address, len)?;
-                TraceEvent::ZeroRegion {
-                    chunk,
-                    address,
-                    len,
-                }
+                TraceEvent::ZeroRegion { chunk, address, len }
             }
             Tag::WRIT => {
                 if payload.len() < MEM_HEADER_LEN {
-                    return Err(TraceRule::BadPayloadLength {
-                        tag,
-                        len: payload.len() as u64,
-                        expected: "at least 8",
-                    });
+                    return Err(TraceRule::BadPayloadLength { tag, len: payload.len() as u64, expected: "at least 8" });
                 }
                 let address = fields.u64(0)?;
                 let len = (payload.len() - MEM_HEADER_LEN) as u64;
@@ -270,12 +232,7 @@ impl Sequence {
                 if !self.memory.contains(address, u64::from(size_dw) * 4) {
                     return Err(TraceRule::CommandBufferOutsideMemory { address, size_dw });
                 }
-                TraceEvent::Submit {
-                    chunk,
-                    queue,
-                    address,
-                    size_dw,
-                }
+                TraceEvent::Submit { chunk, queue, address, size_dw }
             }
             Tag::SHDR => {
                 exact_len(tag, payload, SHDR_LEN, "exactly 24")?;
@@ -288,39 +245,22 @@ impl Sequence {
                 aligned(header_address, ADDRESS_ALIGN)?;
                 aligned(code_address, SHADER_CODE_ALIGN)?;
                 if !self.memory.contains(header_address, SHADER_PROBE_LEN) {
-                    return Err(TraceRule::ShaderOutsideMemory {
-                        what: "header",
-                        address: header_address,
-                    });
+                    return Err(TraceRule::ShaderOutsideMemory { what: "header", address: header_address });
                 }
                 if !self.memory.contains(code_address, SHADER_PROBE_LEN) {
-                    return Err(TraceRule::ShaderOutsideMemory {
-                        what: "code",
-                        address: code_address,
-                    });
+                    return Err(TraceRule::ShaderOutsideMemory { what: "code", address: code_address });
                 }
-                TraceEvent::Shader {
-                    chunk,
-                    header_address,
-                    code_address,
-                    relocated: flags & SHDR_FLAG_RELOCATED != 0,
-                }
+                TraceEvent::Shader { chunk, header_address, code_address, relocated: flags & SHDR_FLAG_RELOCATED != 0 }
             }
             Tag::END => {
                 exact_len(tag, payload, END_LEN, "exactly 4")?;
                 let stored = fields.u32(0)?;
                 if stored != index {
-                    return Err(TraceRule::EndCountMismatch {
-                        stored,
-                        actual: index,
-                    });
+                    return Err(TraceRule::EndCountMismatch { stored, actual: index });
                 }
                 return Ok(Decoded::End);
             }
-            Tag::NOTE => TraceEvent::Note {
-                chunk,
-                text: String::from_utf8_lossy(payload).into_owned(),
-            },
+            Tag::NOTE => TraceEvent::Note { chunk, text: String::from_utf8_lossy(payload).into_owned() },
             _ if tag.is_critical() => return Err(TraceRule::UnknownCriticalChunk { tag }),
             _ => TraceEvent::Ancillary { chunk, tag },
         };
@@ -330,8 +270,7 @@ impl Sequence {
     /// Checks and declares a `MEM `/`ZERO` region.
     fn region(&mut self, address: u64, len: u64) -> Result<(), TraceRule> {
         aligned(address, ADDRESS_ALIGN)?;
-        let end =
-            range_end(address, len).ok_or(TraceRule::RegionPastAddressSpace { address, len })?;
+        let end = range_end(address, len).ok_or(TraceRule::RegionPastAddressSpace { address, len })?;
         // An empty region holds no byte, so it overlaps nothing.
         if len != 0 && self.memory.overlaps(address, end) {
             return Err(TraceRule::OverlappingRegions { address, len });
@@ -375,17 +314,8 @@ mod tests {
                 ("empty".to_owned(), String::new()),
             ]
         );
-        assert_eq!(
-            parse_info(b"gpu\n"),
-            Err(TraceRule::InfoBadLine { line: 1 })
-        );
-        assert_eq!(
-            parse_info(b"a=1\n=2"),
-            Err(TraceRule::InfoBadLine { line: 2 })
-        );
-        assert_eq!(
-            parse_info(b"a=\xff"),
-            Err(TraceRule::InfoNotUtf8 { valid_up_to: 2 })
-        );
+        assert_eq!(parse_info(b"gpu\n"), Err(TraceRule::InfoBadLine { line: 1 }));
+        assert_eq!(parse_info(b"a=1\n=2"), Err(TraceRule::InfoBadLine { line: 2 }));
+        assert_eq!(parse_info(b"a=\xff"), Err(TraceRule::InfoNotUtf8 { valid_up_to: 2 }));
     }
 }

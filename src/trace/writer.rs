@@ -3,8 +3,7 @@
 
 use super::error::{TraceError, TraceRule};
 use super::format::{
-    chunk_crc, pad_len, Tag, CHUNK_HEAD_LEN, HEADER_LEN, KNOWN_FLAGS, MAGIC, SHDR_FLAG_RELOCATED,
-    VERSION,
+    chunk_crc, pad_len, Tag, CHUNK_HEAD_LEN, HEADER_LEN, KNOWN_FLAGS, MAGIC, SHDR_FLAG_RELOCATED, VERSION,
 };
 use super::reader::Trace;
 use super::rules::{Decoded, Sequence};
@@ -36,12 +35,7 @@ impl TraceWriter {
         buf.extend_from_slice(&VERSION.to_le_bytes());
         buf.extend_from_slice(&KNOWN_FLAGS.to_le_bytes());
         buf.extend_from_slice(&0u32.to_le_bytes());
-        TraceWriter {
-            buf,
-            sequence: Sequence::new(),
-            count: 0,
-            info: Vec::new(),
-        }
+        TraceWriter { buf, sequence: Sequence::new(), count: 0, info: Vec::new() }
     }
 
     /// Number of chunks written so far.
@@ -75,18 +69,11 @@ impl TraceWriter {
             return Err(TraceError::new(
                 Some(0),
                 HEADER_LEN as u64,
-                TraceRule::InfoBadLine {
-                    line: self.info.len() + 1,
-                },
+                TraceRule::InfoBadLine { line: self.info.len() + 1 },
             ));
         }
         let mut text = String::new();
-        for (k, v) in self
-            .info
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .chain([(key, value)])
-        {
+        for (k, v) in self.info.iter().map(|(k, v)| (k.as_str(), v.as_str())).chain([(key, value)]) {
             text.push_str(k);
             text.push('=');
             text.push_str(v);
@@ -132,21 +119,11 @@ impl TraceWriter {
     }
 
     /// Adds a `SHDR` shader creation.
-    pub fn shader(
-        &mut self,
-        header_address: u64,
-        code_address: u64,
-        relocated: bool,
-    ) -> Result<(), TraceError> {
+    pub fn shader(&mut self, header_address: u64, code_address: u64, relocated: bool) -> Result<(), TraceError> {
         let flags = if relocated { SHDR_FLAG_RELOCATED } else { 0 };
         self.push_chunk(
             Tag::SHDR,
-            &[
-                &header_address.to_le_bytes(),
-                &code_address.to_le_bytes(),
-                &flags.to_le_bytes(),
-                &0u32.to_le_bytes(),
-            ],
+            &[&header_address.to_le_bytes(), &code_address.to_le_bytes(), &flags.to_le_bytes(), &0u32.to_le_bytes()],
         )
     }
 
@@ -178,15 +155,9 @@ impl TraceWriter {
 
     /// Checks a chunk against the rules, then appends it.
     fn push_chunk(&mut self, tag: Tag, parts: &[&[u8]]) -> Result<(), TraceError> {
-        let len = parts
-            .iter()
-            .try_fold(0usize, |sum, p| sum.checked_add(p.len()));
+        let len = parts.iter().try_fold(0usize, |sum, p| sum.checked_add(p.len()));
         let Some(len) = len.filter(|&len| u32::try_from(len).is_ok()) else {
-            return Err(self.error(TraceRule::BadPayloadLength {
-                tag,
-                len: u64::MAX,
-                expected: "at most 0xffffffff",
-            }));
+            return Err(self.error(TraceRule::BadPayloadLength { tag, len: u64::MAX, expected: "at most 0xffffffff" }));
         };
         // One more chunk must still leave room for END's count.
         let Some(next) = self.count.checked_add(1).filter(|&n| n < u32::MAX) else {
@@ -196,14 +167,8 @@ impl TraceWriter {
         let payload_start = start + CHUNK_HEAD_LEN;
         self.buf.reserve(len + 16);
         self.write_raw(tag, parts);
-        let payload = self
-            .buf
-            .get(payload_start..payload_start + len)
-            .unwrap_or(&[]);
-        match self
-            .sequence
-            .chunk(self.count, tag, payload, payload_start as u64)
-        {
+        let payload = self.buf.get(payload_start..payload_start + len).unwrap_or(&[]);
+        match self.sequence.chunk(self.count, tag, payload, payload_start as u64) {
             Ok(Decoded::Info(_) | Decoded::Event(_)) => {
                 self.count = next;
                 Ok(())

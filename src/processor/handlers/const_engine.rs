@@ -52,7 +52,8 @@ pub(crate) fn dump_const_ram(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, 
     let d0 = p.dw(0).map_err(|e| ctx.body_err(e))?;
     let num = p.dw(1).map_err(|e| ctx.body_err(e))? & 0x7FFF;
     let address = if p.opcode() == Opcode::DUMP_CONST_RAM_OFFSET {
-        ctx.state.bases.ce_dst.wrapping_add(u64::from(p.dw(2).map_err(|e| ctx.body_err(e))?)) & crate::memory::ADDRESS_MASK
+        ctx.state.bases.ce_dst.wrapping_add(u64::from(p.dw(2).map_err(|e| ctx.body_err(e))?))
+            & crate::memory::ADDRESS_MASK
     } else {
         address_from_dwords(p.dw(2).map_err(|e| ctx.body_err(e))?, p.dw(3).map_err(|e| ctx.body_err(e))?, 2)
     };

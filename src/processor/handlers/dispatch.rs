@@ -1,8 +1,8 @@
 //! Dispatches: DISPATCH_DIRECT and DISPATCH_INDIRECT (graphics form from the
 //! SET_BASE dispatch base, compute form with its own address).
 
-use crate::memory::GuestMemory;
 use crate::backend::{Dispatch, ProgramBinding, ProgramStage};
+use crate::memory::GuestMemory;
 use crate::memory::ADDRESS_MASK;
 use crate::packet::body::{DispatchDirect, DispatchIndirect};
 use crate::packet::Packet;

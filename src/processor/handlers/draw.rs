@@ -8,8 +8,8 @@
 //! enables or the registry changed), and the backend receives the draw with
 //! its resolved counts, index buffer, indirect arguments and register state.
 
-use crate::memory::GuestMemory;
 use crate::backend::{Draw, IndexBuffer, ProgramBinding, ProgramStage};
+use crate::memory::GuestMemory;
 use crate::memory::ADDRESS_MASK;
 use crate::packet::body::{DrawBody, SetBase, StrmoutBufferUpdate};
 use crate::packet::Packet;
@@ -221,7 +221,17 @@ pub(crate) fn draw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> 
         } => {
             let args = ctx.state.bases.draw_indirect.wrapping_add(u64::from(data_offset)) & ADDRESS_MASK;
             ctx.write_register(r::VGT_DRAW_INITIATOR, initiator);
-            indirect_draw(ctx, indexed, args, base_vtx_loc, start_indx_loc, start_inst_loc, start_indx_enable, 0, initiator)?;
+            indirect_draw(
+                ctx,
+                indexed,
+                args,
+                base_vtx_loc,
+                start_indx_loc,
+                start_inst_loc,
+                start_indx_enable,
+                0,
+                initiator,
+            )?;
         }
         DrawBody::IndirectMulti {
             indexed,
@@ -249,7 +259,17 @@ pub(crate) fn draw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> 
                     write_loc(ctx, draw_index_loc, i);
                 }
                 let args = base.wrapping_add(u64::from(i) * u64::from(stride)) & ADDRESS_MASK;
-                indirect_draw(ctx, indexed, args, base_vtx_loc, start_indx_loc, start_inst_loc, start_indx_enable, i, initiator)?;
+                indirect_draw(
+                    ctx,
+                    indexed,
+                    args,
+                    base_vtx_loc,
+                    start_indx_loc,
+                    start_inst_loc,
+                    start_indx_enable,
+                    i,
+                    initiator,
+                )?;
             }
         }
         DrawBody::IndexMultiAuto { prim_count, initiator, index_offset, index_count, .. } => {

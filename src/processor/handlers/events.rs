@@ -28,7 +28,9 @@ pub(crate) fn event_write(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4
         event_type::ZPASS_DONE | event_type::PIXEL_PIPE_STAT_DUMP => Some(SampleKind::ZpassDone),
         event_type::SAMPLE_PIPELINESTAT => Some(SampleKind::PipelineStats),
         event_type::SAMPLE_STREAMOUTSTATS => Some(SampleKind::StreamoutStats(0)),
-        t @ event_type::SAMPLE_STREAMOUTSTATS1..=event_type::SAMPLE_STREAMOUTSTATS3 => Some(SampleKind::StreamoutStats(t)),
+        t @ event_type::SAMPLE_STREAMOUTSTATS1..=event_type::SAMPLE_STREAMOUTSTATS3 => {
+            Some(SampleKind::StreamoutStats(t))
+        }
         _ => None,
     };
     if let (Some(kind), Some(address)) = (sample, e.address) {
@@ -143,7 +145,12 @@ pub(crate) fn acquire_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4
     let queue = ctx.state.queue;
     ctx.backend.cache_action(
         queue,
-        &CacheAction::AcquireMem { base: a.base << 8, size, coher_cntl: a.coher_cntl, gcr_cntl: a.gcr_cntl.unwrap_or(0) },
+        &CacheAction::AcquireMem {
+            base: a.base << 8,
+            size,
+            coher_cntl: a.coher_cntl,
+            gcr_cntl: a.gcr_cntl.unwrap_or(0),
+        },
     );
     Ok(Flow::Continue)
 }

@@ -156,11 +156,8 @@ pub(crate) fn dma_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Err
 
 /// Applies a TC atomic operation; returns the new value (None: no such op).
 fn atomic_result(op: u32, old: u64, src: u64, cmp: u64, is_64: bool) -> Option<u64> {
-    let (old_s, src_s) = if is_64 {
-        (old as i64, src as i64)
-    } else {
-        (i64::from(old as u32 as i32), i64::from(src as u32 as i32))
-    };
+    let (old_s, src_s) =
+        if is_64 { (old as i64, src as i64) } else { (i64::from(old as u32 as i32), i64::from(src as u32 as i32)) };
     let v = match op {
         0x07 => src,
         0x08 => {

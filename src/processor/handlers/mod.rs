@@ -48,10 +48,8 @@ pub(crate) fn unhandled(state: &mut ProcessorState, env: &mut Env<'_>, packet: &
     }
     match state.config.unknown_packet_policy {
         UnknownPacketPolicy::Skip => Ok(Flow::Continue),
-        UnknownPacketPolicy::Stop => Err(Pm4Error::UnknownPacket {
-            location: packet.location,
-            header: packet.header.0,
-            opcode: opcode.0,
-        }),
+        UnknownPacketPolicy::Stop => {
+            Err(Pm4Error::UnknownPacket { location: packet.location, header: packet.header.0, opcode: opcode.0 })
+        }
     }
 }

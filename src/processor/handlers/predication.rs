@@ -48,10 +48,8 @@ pub(crate) fn set_predication(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow,
         3 => ctx.read_u64(s.address)? != 0,
         4 => ctx.read_u32(s.address)? != 0,
         _ => {
-            return Err(ctx.body_err(crate::packet::body::BodyError::Invalid {
-                opcode: p.opcode(),
-                what: "PRED_OP is reserved",
-            }))
+            return Err(ctx
+                .body_err(crate::packet::body::BodyError::Invalid { opcode: p.opcode(), what: "PRED_OP is reserved" }))
         }
     };
     // CONTINUE accumulates: visible if any block was visible (ZPASS), no
@@ -73,7 +71,12 @@ pub(crate) fn set_predication(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow,
 fn skip(ctx: &mut Ctx<'_>, skip_dw: u32) -> Result<Flow, Pm4Error> {
     let remaining = ctx.exec.top().map_or(0, |c| c.remaining_dw());
     if skip_dw > remaining {
-        return Err(Pm4Error::SkipPastEnd { location: ctx.location, opcode: ctx.opcode, skip_dw, remaining_dw: remaining });
+        return Err(Pm4Error::SkipPastEnd {
+            location: ctx.location,
+            opcode: ctx.opcode,
+            skip_dw,
+            remaining_dw: remaining,
+        });
     }
     ctx.exec.skip_dw = skip_dw;
     Ok(Flow::Continue)

@@ -3,8 +3,8 @@
 //! straight from shader containers), CONTEXT_REG_RMW, REG_RMW, CLEAR_STATE
 //! and CONTEXT_CONTROL.
 
-use crate::memory::GuestMemory;
 use crate::memory::address_from_dwords;
+use crate::memory::GuestMemory;
 use crate::packet::body::{LoadRegistersIndex, SetRegisters};
 use crate::packet::{Opcode, Packet};
 use crate::processor::context::{write_register, Ctx, Flow};
@@ -54,7 +54,8 @@ pub(crate) fn set_reg(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Erro
 /// LOAD_UCONFIG/SH/CONFIG/CONTEXT_REG: (offset, count) ranges from a memory
 /// image of the register space.
 pub(crate) fn load_reg(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let base_address = address_from_dwords(p.dw(0).map_err(|e| ctx.body_err(e))?, p.dw(1).map_err(|e| ctx.body_err(e))?, 2);
+    let base_address =
+        address_from_dwords(p.dw(0).map_err(|e| ctx.body_err(e))?, p.dw(1).map_err(|e| ctx.body_err(e))?, 2);
     let (base, size) = space_of(p.opcode());
     for pair in p.body.get(2..).unwrap_or(&[]).chunks_exact(2) {
         let offset = pair[0] & 0xFFFF;
