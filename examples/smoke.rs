@@ -21,16 +21,31 @@ fn main() {
                     let mut env = Env { memory: &mut mem, backend: &mut backend, shaders: &mut shaders };
                     match p.process(&mut env) {
                         Ok(ProcessStatus::Completed) => {}
-                        Ok(s) => { println!("  queue {queue}: {s:?}"); p.abort(); }
-                        Err(e) => { println!("  queue {queue}: ERROR {e}"); errors += 1; }
+                        Ok(s) => {
+                            println!("  queue {queue}: {s:?}");
+                            p.abort();
+                        }
+                        Err(e) => {
+                            println!("  queue {queue}: ERROR {e}");
+                            errors += 1;
+                        }
                     }
                 }
                 _ => {}
             }
         }
-        let mut packets = 0; let mut ne = std::collections::BTreeMap::new(); let mut unknown = 0;
-        for p in &procs { packets += p.stats().packets; unknown += p.stats().unknown;
-            for (i, n) in p.stats().not_emulated.iter().enumerate() { if *n > 0 { *ne.entry(pm4core::packet::Opcode(i as u8).to_string()).or_insert(0) += n; } } }
+        let mut packets = 0;
+        let mut ne = std::collections::BTreeMap::new();
+        let mut unknown = 0;
+        for p in &procs {
+            packets += p.stats().packets;
+            unknown += p.stats().unknown;
+            for (i, n) in p.stats().not_emulated.iter().enumerate() {
+                if *n > 0 {
+                    *ne.entry(pm4core::packet::Opcode(i as u8).to_string()).or_insert(0) += n;
+                }
+            }
+        }
         println!("{path}: packets={packets} draws={} dispatches={} fences={} errors={errors} unknown={unknown} not_emulated={ne:?}", backend.draws, backend.dispatches, backend.fences);
     }
 }

@@ -106,11 +106,7 @@ pub(crate) fn release_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4
     let r = ReleaseMem::decode(p).map_err(|e| ctx.body_err(e))?;
     // INT_SEL 1/2/4 interrupt; 5/6 interrupt when the written value equals
     // CMP_DATA (32/64-bit).
-    let interrupt = match r.int_sel {
-        1 | 2 | 4 => true,
-        5 | 6 => true,
-        _ => false,
-    };
+    let interrupt = matches!(r.int_sel, 1 | 2 | 4 | 5 | 6);
     retire(ctx, &r, interrupt)?;
     Ok(Flow::Continue)
 }

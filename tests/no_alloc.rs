@@ -1,0 +1,89 @@
+//! The hot loop allocates nothing per packet: a counting global allocator
+//! watches a full run over a mixed stream (register writes, draws,
+//! dispatches, memory writes, nested IBs, predication, events, releases).
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use common::{Cmd, SCRATCH};
+use pm4core::backend::{NullBackend, QueueId};
+use pm4core::memory::SparseMemory;
+use pm4core::packet::{Opcode, NOP_PAD};
+use pm4core::processor::{Env, ProcessStatus, Processor};
+use pm4core::regs::gfx103 as r;
+use pm4core::shader::ShaderRegistry;
+
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    // SAFETY: forwards to the system allocator unchanged; only counts.
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    // SAFETY: forwards to the system allocator unchanged.
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    // SAFETY: forwards to the system allocator unchanged; only counts.
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn frame() -> Cmd {
+    let mut cmd = Cmd::new();
+    for i in 0..200u32 {
+        cmd = cmd
+            .set_context(r::PA_CL_VPORT_XSCALE, &[i, i + 1, i + 2, i + 3, i + 4, i + 5])
+            .set_sh(r::SPI_SHADER_USER_DATA_PS_0, &[i; 8])
+            .set_sh(r::SPI_SHADER_PGM_LO_PS, &[0x100 + (i & 3), 0])
+            .set_uconfig(r::VGT_PRIMITIVE_TYPE, &[4])
+            .pkt3(Opcode::NUM_INSTANCES, &[1])
+            .pkt3(Opcode::DRAW_INDEX_AUTO, &[3, 2])
+            .pkt3(Opcode::DRAW_INDEX_2, &[100, 0xA000, 0, 6, 0])
+            .write_mem(SCRATCH + u64::from(i % 64) * 4, &[i])
+            .pkt3(Opcode::EVENT_WRITE, &[0x10 | (4 << 8)])
+            .pkt3(Opcode::DISPATCH_DIRECT, &[1, 1, 1, 1])
+            .raw(&[NOP_PAD, NOP_PAD])
+            .ib(0x8_0000, 8, false);
+    }
+    cmd.pkt3(Opcode::SET_PREDICATION, &[4 << 16 | 1 << 8, SCRATCH as u32 + 0x800, 0])
+        .pkt3_pred(Opcode::DRAW_INDEX_AUTO, &[3, 2])
+        .release32(SCRATCH + 0x900, 1)
+        .wait_mem(SCRATCH + 0x900, 3, 1, 0xFFFF_FFFF)
+}
+
+#[test]
+fn the_processor_loop_does_not_allocate_per_packet() {
+    let cmd = frame();
+    let child = Cmd::new().write_mem(SCRATCH + 0x400, &[1]).set_context(r::DB_RENDER_CONTROL, &[2]);
+    assert_eq!(child.len(), 9 - 1);
+    let mut memory = SparseMemory::new();
+    memory.map_zeroed(SCRATCH, 0x10_0000).unwrap();
+    memory.map_dwords(0x1000, &cmd.dw).unwrap();
+    memory.map_dwords(0x8_0000, &child.dw).unwrap();
+    let mut backend = NullBackend;
+    let mut shaders = ShaderRegistry::default();
+    let mut processor = Processor::new(QueueId::GRAPHICS);
+    // Warm-up run: touches every copy-on-write page the stream writes.
+    for round in 0..2 {
+        processor.submit(0x1000, cmd.len()).unwrap();
+        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        let mut env = Env { memory: &mut memory, backend: &mut backend, shaders: &mut shaders };
+        assert_eq!(processor.process(&mut env), Ok(ProcessStatus::Completed));
+        let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
+        if round == 1 {
+            assert_eq!(allocations, 0, "allocations during a {}-packet run", processor.stats().packets / 2);
+        }
+    }
+    assert!(processor.stats().packets > 5000);
+}
