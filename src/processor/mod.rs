@@ -457,6 +457,11 @@ impl Processor {
 }
 
 /// The ProcessPm4 loop over one stream.
+///
+/// The outer loop picks the current buffer off the IB stack; the inner loop
+/// walks packets of that buffer with the cursor offset in a local, writing it
+/// back before any handler runs (handlers see an up-to-date IB stack) and
+/// leaving for the outer loop whenever a handler changed the stack.
 fn run_stream(
     engine: Engine,
     exec: &mut Pm4Execution,
@@ -471,144 +476,154 @@ fn run_stream(
             exec.reset();
             return Ok(StreamStatus::Completed);
         }
-        if *budget == 0 {
-            return Ok(StreamStatus::Yielded);
-        }
         let depth = exec.depth() - 1;
-        let cursor = match exec.top() {
-            Some(c) => *c,
+        let (buffer, size) = match exec.top() {
+            Some(c) => (c.buffer, c.size_dw),
             None => return Ok(StreamStatus::Completed),
         };
-        let location = cursor.location();
-        let remaining = cursor.remaining_dw();
-        let address = cursor.address();
+        let mut offset = exec.top().map_or(size, |c| c.offset_dw);
 
-        let start = window.ensure(&*env.memory, address, 1, remaining).map_err(|source| Pm4Error::Memory {
-            location,
-            opcode: Opcode::NOP,
-            source,
-        })?;
-        let header = Header(window.slice(start, 1).first().copied().unwrap_or(0));
-        let Some(length) = header.length_dw() else {
-            return Err(Pm4Error::Type1Header { location, header: header.0 });
-        };
-        if length > remaining {
-            return Err(Pm4Error::PacketOverrun {
-                location,
-                header: header.0,
-                length_dw: length,
-                remaining_dw: remaining,
-            });
-        }
-
-        exec.packets += 1;
-        if exec.packets > state.config.work_budget {
-            return Err(Pm4Error::WorkBudgetExhausted { location, budget: state.config.work_budget });
-        }
-        *budget -= 1;
-
-        // COND_EXEC / PRED_EXEC skips: whole packets while they fit.
-        if exec.skip_dw > 0 {
-            let n = length.min(exec.skip_dw);
-            exec.skip_dw -= n;
-            advance(exec, depth, n);
-            count_packet(state, header, n);
-            state.stats.skipped += 1;
-            continue;
-        }
-
-        match header.packet_type() {
-            PacketType::Type2 => {
-                advance(exec, depth, 1);
-                count_packet(state, header, 1);
-                continue;
+        // Packets of this buffer.
+        while offset < size {
+            if *budget == 0 {
+                set_offset(exec, depth, offset);
+                return Ok(StreamStatus::Yielded);
             }
-            PacketType::Type0 => {
-                let start = window
-                    .ensure(&*env.memory, address, length, remaining)
-                    .map_err(|source| Pm4Error::Memory { location, opcode: Opcode::NOP, source })?;
-                let words = window.slice(start, length);
-                let base = header.type0_base();
-                for (i, value) in words.iter().skip(1).enumerate() {
-                    context::write_register(state, base.wrapping_add(i as u32), *value);
-                }
-                tracing::debug!(queue = %state.queue, %location, "type-0 packet writes registers from {base:#x}");
-                advance(exec, depth, length);
-                count_packet(state, header, length);
-                continue;
-            }
-            PacketType::Type1 | PacketType::Type3 => {}
-        }
+            let location = PacketLocation { buffer, buffer_size_dw: size, offset_dw: offset };
+            let remaining = size - offset;
+            let address = buffer.wrapping_add(u64::from(offset) * 4);
 
-        if header.predicate() && exec.predication.skip {
-            advance(exec, depth, length);
-            count_packet(state, header, length);
-            state.stats.skipped += 1;
-            continue;
-        }
-
-        let start = window.ensure(&*env.memory, address, length, remaining).map_err(|source| Pm4Error::Memory {
-            location,
-            opcode: header.opcode(),
-            source,
-        })?;
-        let window_range = window.range();
-        let words = window.slice(start, length);
-        let body = words.get(1..length as usize).unwrap_or(&[]);
-        let packet = Packet { header, body, location };
-        let opcode = header.opcode();
-
-        // Advance before running: a call (INDIRECT_BUFFER) returns past it.
-        advance(exec, depth, length);
-
-        let mut stale = false;
-        let flow = match tables::OPCODE_HANDLERS[opcode.0 as usize] {
-            Some(handler) => {
-                let mut ctx = Ctx {
-                    engine,
-                    exec: &mut *exec,
-                    state: &mut *state,
-                    memory: WatchedMemory::new(&mut *env.memory, window_range),
-                    backend: &mut *env.backend,
-                    shaders: &mut *env.shaders,
+            let start = match window.ensure(&*env.memory, address, 1, remaining) {
+                Ok(start) => start,
+                Err(source) => return Err(Pm4Error::Memory { location, opcode: Opcode::NOP, source }),
+            };
+            let header = Header(window.slice(start, 1).first().copied().unwrap_or(0));
+            let Some(length) = header.length_dw() else {
+                return Err(Pm4Error::Type1Header { location, header: header.0 });
+            };
+            if length > remaining {
+                return Err(Pm4Error::PacketOverrun {
                     location,
-                    opcode,
-                };
-                let flow = handler(&mut ctx, &packet);
-                stale = ctx.memory.touched_window();
-                flow?
+                    header: header.0,
+                    length_dw: length,
+                    remaining_dw: remaining,
+                });
             }
-            None => handlers::unhandled(state, env, &packet)?,
-        };
 
-        if stale {
-            window.invalidate();
-        }
-        match flow {
-            Flow::Continue => count_packet(state, header, length),
-            Flow::RunConstantEngine => {
-                count_packet(state, header, length);
-                return Ok(StreamStatus::RunConstantEngine);
+            exec.packets += 1;
+            if exec.packets > state.config.work_budget {
+                return Err(Pm4Error::WorkBudgetExhausted { location, budget: state.config.work_budget });
             }
-            Flow::Suspend(reason) => {
-                // Re-executed on resume: put the cursor back on the packet.
-                if let Some(c) = exec.at_mut(depth) {
-                    c.offset_dw = location.offset_dw;
+            *budget -= 1;
+
+            // COND_EXEC / PRED_EXEC skips: whole packets while they fit.
+            if exec.skip_dw > 0 {
+                let n = length.min(exec.skip_dw);
+                exec.skip_dw -= n;
+                offset += n;
+                count_packet(state, header, n);
+                state.stats.skipped += 1;
+                continue;
+            }
+
+            match header.packet_type() {
+                PacketType::Type3 => {}
+                PacketType::Type2 => {
+                    offset += 1;
+                    count_packet(state, header, 1);
+                    continue;
                 }
-                exec.suspended = Some(reason);
-                state.stats.waits += 1;
-                return Ok(StreamStatus::Suspended(reason));
+                PacketType::Type0 | PacketType::Type1 => {
+                    let start = window
+                        .ensure(&*env.memory, address, length, remaining)
+                        .map_err(|source| Pm4Error::Memory { location, opcode: Opcode::NOP, source })?;
+                    let base = header.type0_base();
+                    for (i, value) in window.slice(start, length).iter().skip(1).enumerate() {
+                        context::write_register(state, base.wrapping_add(i as u32), *value);
+                    }
+                    tracing::debug!(queue = %state.queue, %location, "type-0 packet writes registers from {base:#x}");
+                    offset += length;
+                    count_packet(state, header, length);
+                    continue;
+                }
             }
+
+            if header.predicate() && exec.predication.skip {
+                offset += length;
+                count_packet(state, header, length);
+                state.stats.skipped += 1;
+                continue;
+            }
+
+            let start = window.ensure(&*env.memory, address, length, remaining).map_err(|source| {
+                Pm4Error::Memory { location, opcode: header.opcode(), source }
+            })?;
+            let window_range = window.range();
+            let words = window.slice(start, length);
+            let packet = Packet { header, body: words.get(1..).unwrap_or(&[]), location };
+            let opcode = header.opcode();
+
+            // Advance before running: a call (INDIRECT_BUFFER) returns past it.
+            set_offset(exec, depth, offset + length);
+
+            let mut stale = false;
+            let flow = match tables::OPCODE_HANDLERS[opcode.0 as usize] {
+                Some(handler) => {
+                    let mut ctx = Ctx {
+                        engine,
+                        exec: &mut *exec,
+                        state: &mut *state,
+                        memory: WatchedMemory::new(&mut *env.memory, window_range),
+                        backend: &mut *env.backend,
+                        shaders: &mut *env.shaders,
+                        location,
+                        opcode,
+                    };
+                    let flow = handler(&mut ctx, &packet);
+                    stale = ctx.memory.touched_window();
+                    flow?
+                }
+                None => handlers::unhandled(state, env, &packet)?,
+            };
+            if stale {
+                window.invalidate();
+            }
+            match flow {
+                Flow::Continue => count_packet(state, header, length),
+                Flow::RunConstantEngine => {
+                    count_packet(state, header, length);
+                    return Ok(StreamStatus::RunConstantEngine);
+                }
+                Flow::Suspend(reason) => {
+                    // Re-executed on resume: put the cursor back on the packet.
+                    set_offset(exec, depth, location.offset_dw);
+                    exec.suspended = Some(reason);
+                    state.stats.waits += 1;
+                    return Ok(StreamStatus::Suspended(reason));
+                }
+            }
+            // A handler that called, chained or skipped changed the stack.
+            if exec.depth() != depth + 1 {
+                break;
+            }
+            match exec.top() {
+                Some(c) if c.buffer == buffer && c.size_dw == size => offset = c.offset_dw,
+                _ => break,
+            }
+        }
+        if exec.depth() == depth + 1 && exec.top().is_some_and(|c| c.buffer == buffer && c.size_dw == size) {
+            set_offset(exec, depth, offset);
         }
     }
 }
 
 #[inline]
-fn advance(exec: &mut Pm4Execution, depth: usize, n: u32) {
+fn set_offset(exec: &mut Pm4Execution, depth: usize, offset: u32) {
     if let Some(c) = exec.at_mut(depth) {
-        c.offset_dw = c.offset_dw.saturating_add(n);
+        c.offset_dw = offset;
     }
 }
+
 
 #[inline]
 fn count_packet(state: &mut ProcessorState, header: Header, length: u32) {

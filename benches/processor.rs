@@ -1,0 +1,146 @@
+//! Throughput of the ProcessPm4 loop against the floor: a bare header walk
+//! over the same dwords (read each header, add its length, nothing else).
+//! Every figure is reported in the same run, so ratios to the floor are
+//! meaningful on a noisy machine.
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use pm4core::backend::{NullBackend, QueueId};
+use pm4core::memory::SparseMemory;
+use pm4core::packet::{Header, Opcode};
+use pm4core::processor::{Env, ProcessStatus, Processor};
+use pm4core::regs::gfx103 as r;
+use pm4core::shader::ShaderRegistry;
+use pm4core::trace::{Trace, TraceEvent};
+
+fn pkt3(out: &mut Vec<u32>, op: Opcode, body: &[u32]) {
+    out.push(Header::type3(op, body.len() as u32).0);
+    out.extend_from_slice(body);
+}
+
+/// A register-heavy frame: runs of SET_CONTEXT_REG / SET_SH_REG with pads,
+/// as a console frame's graphics stream mostly is, and a draw every 40 packets.
+fn register_heavy() -> Vec<u32> {
+    let mut s = Vec::new();
+    for i in 0..20_000u32 {
+        match i % 8 {
+            0 => pkt3(&mut s, Opcode::SET_CONTEXT_REG, &[r::PA_CL_VPORT_XSCALE - 0xA000, i, i, i, i, i, i]),
+            1 => pkt3(&mut s, Opcode::SET_SH_REG, &[r::SPI_SHADER_USER_DATA_PS_0 - 0x2C00, i, i, i, i]),
+            2 => pkt3(&mut s, Opcode::SET_CONTEXT_REG, &[r::DB_RENDER_CONTROL - 0xA000, i]),
+            3 => s.push(0xFFFF_1000),
+            4 => pkt3(&mut s, Opcode::SET_UCONFIG_REG, &[r::VGT_PRIMITIVE_TYPE - 0xC000, 4]),
+            5 => pkt3(&mut s, Opcode::SET_SH_REG, &[r::SPI_SHADER_USER_DATA_GS_0 - 0x2C00, i, i]),
+            6 => pkt3(&mut s, Opcode::NOP, &[0]),
+            _ if i % 40 == 7 => pkt3(&mut s, Opcode::DRAW_INDEX_AUTO, &[3, 2]),
+            _ => pkt3(&mut s, Opcode::SET_CONTEXT_REG, &[r::CB_COLOR0_BASE - 0xA000, i, 0, 0, 0]),
+        }
+    }
+    s
+}
+
+/// A draw-heavy frame: thousands of draws with state changes between them.
+fn draw_heavy() -> Vec<u32> {
+    let mut s = Vec::new();
+    for i in 0..5_000u32 {
+        pkt3(&mut s, Opcode::SET_SH_REG, &[r::SPI_SHADER_USER_DATA_VS_0 - 0x2C00, i, i + 1]);
+        pkt3(&mut s, Opcode::SET_SH_REG, &[r::SPI_SHADER_PGM_LO_PS - 0x2C00, 0x100 + (i % 4), 0]);
+        if i % 3 == 0 {
+            pkt3(&mut s, Opcode::SET_CONTEXT_REG, &[r::PA_SC_VPORT_SCISSOR_0_TL - 0xA000, 0, 0x4000_4000]);
+        }
+        pkt3(&mut s, Opcode::NUM_INSTANCES, &[1 + i % 3]);
+        if i % 2 == 0 {
+            pkt3(&mut s, Opcode::DRAW_INDEX_AUTO, &[3 + i % 64, 2]);
+        } else {
+            pkt3(&mut s, Opcode::DRAW_INDEX_2, &[1000, 0x20_0000, 0, 36, 0]);
+        }
+    }
+    s
+}
+
+/// The floor: walk headers, add lengths, nothing else.
+fn header_walk(words: &[u32]) -> u64 {
+    let mut at = 0usize;
+    let mut packets = 0u64;
+    while let Some(&h) = words.get(at) {
+        at += Header(h).length_dw().unwrap_or(1) as usize;
+        packets += 1;
+    }
+    packets
+}
+
+fn run_stream(words: &[u32]) -> (SparseMemory, u32) {
+    let mut memory = SparseMemory::new();
+    memory.map_dwords(0x10_0000, words).unwrap();
+    memory.map_zeroed(0x20_0000, 0x10_0000).unwrap();
+    (memory, words.len() as u32)
+}
+
+fn bench_streams(c: &mut Criterion) {
+    let mut group = c.benchmark_group("replay");
+    for (name, words) in [("register_heavy", register_heavy()), ("draw_heavy", draw_heavy())] {
+        group.throughput(Throughput::Elements(words.len() as u64));
+        group.bench_function(format!("{name}/header_walk"), |b| b.iter(|| black_box(header_walk(black_box(&words)))));
+        let (mut memory, size) = run_stream(&words);
+        let mut processor = Processor::new(QueueId::GRAPHICS);
+        let mut shaders = ShaderRegistry::default();
+        group.bench_function(format!("{name}/process"), |b| {
+            b.iter(|| {
+                processor.submit(0x10_0000, size).unwrap();
+                let mut env = Env { memory: &mut memory, backend: &mut NullBackend, shaders: &mut shaders };
+                assert_eq!(processor.process(&mut env), Ok(ProcessStatus::Completed));
+            })
+        });
+    }
+    group.finish();
+}
+
+/// Every real driver capture in traces/: submissions replayed in order.
+fn bench_real_traces(c: &mut Criterion) {
+    let mut group = c.benchmark_group("traces");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces");
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    paths.retain(|p| p.extension().is_some_and(|e| e == "pm4t"));
+    paths.sort();
+    for path in paths {
+        let trace = Trace::read_file(&path).unwrap();
+        let memory = trace.build_memory().unwrap();
+        let submissions: Vec<(u32, u64, u32)> = trace
+            .events()
+            .iter()
+            .filter_map(|e| match e {
+                TraceEvent::Submit { queue, address, size_dw, .. } => Some((*queue, *address, *size_dw)),
+                _ => None,
+            })
+            .collect();
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        let mut processors: Vec<Processor> = (0..57).map(|q| Processor::new(QueueId(q))).collect();
+        let mut shaders = ShaderRegistry::default();
+        let mut mem = memory.clone();
+        // Dwords walked per replay, for throughput.
+        let mut dwords = 0u64;
+        for &(q, a, s) in &submissions {
+            let p = &mut processors[q as usize];
+            p.submit(a, s).unwrap();
+            let before = p.stats().dwords;
+            let mut env = Env { memory: &mut mem, backend: &mut NullBackend, shaders: &mut shaders };
+            p.process(&mut env).unwrap();
+            dwords += p.stats().dwords - before;
+        }
+        group.throughput(Throughput::Elements(dwords));
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                for &(q, a, s) in &submissions {
+                    let p = &mut processors[q as usize];
+                    p.submit(a, s).unwrap();
+                    let mut env = Env { memory: &mut mem, backend: &mut NullBackend, shaders: &mut shaders };
+                    black_box(p.process(&mut env).unwrap());
+                }
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_streams, bench_real_traces);
+criterion_main!(benches);
