@@ -1513,12 +1513,163 @@ mod fuzz {
         ]
     }
 
+    /// A random but valid container description.
+    #[derive(Debug, Clone)]
+    struct Spec {
+        ty: ShaderType,
+        sh: Vec<(u32, u32)>,
+        cx: Vec<(u32, u32)>,
+        inputs: Vec<u32>,
+        outputs: Vec<u32>,
+        sharps: Vec<Vec<u16>>,
+        specials: Option<(u32, u16, u16, u64)>,
+        user_data: bool,
+        direct: Vec<(usize, u16)>,
+        header_page: u64,
+        code_page: u64,
+    }
+
+    fn spec() -> impl Strategy<Value = Spec> {
+        let regs = || proptest::collection::vec((0u32..0x400, any::<u32>()), 0..20);
+        let sems = || proptest::collection::vec(any::<u32>(), 0..10);
+        (
+            (0usize..9, regs(), regs(), sems(), sems()),
+            proptest::collection::vec(proptest::collection::vec(any::<u16>(), 0..5), 4),
+            proptest::option::of((any::<u32>(), any::<u16>(), any::<u16>(), any::<u64>())),
+            any::<bool>(),
+            proptest::collection::vec((0usize..11, any::<u16>()), 0..4),
+            (1u64..0x1000, 1u64..(1 << 40)),
+        )
+            .prop_map(
+                |((ty, sh, cx, inputs, outputs), sharps, specials, user_data, direct, (hp, cp))| {
+                    Spec {
+                        ty: ShaderType::ALL[ty],
+                        sh,
+                        cx,
+                        inputs,
+                        outputs,
+                        sharps,
+                        specials,
+                        user_data,
+                        direct,
+                        header_page: hp,
+                        code_page: cp,
+                    }
+                },
+            )
+    }
+
+    fn build(spec: &Spec) -> AgcBuilder {
+        let mut b = AgcBuilder::new(spec.ty);
+        for &(o, v) in &spec.sh {
+            b = b.sh_register(o, v);
+        }
+        for &(o, v) in &spec.cx {
+            b = b.context_register(o, v);
+        }
+        for &v in &spec.inputs {
+            b = b.input_semantic(Semantic(v));
+        }
+        for &v in &spec.outputs {
+            b = b.output_semantic(Semantic(v));
+        }
+        b = match spec.specials {
+            Some((dispatch, start, end, draw)) => b.specials(SpecialRegisters {
+                dispatch_modifier: dispatch,
+                user_data_range: UserDataRange { start, end },
+                draw_modifier: DrawModifier(draw),
+                ..SpecialRegisters::default()
+            }),
+            None => b.no_specials(),
+        };
+        if spec.user_data {
+            for (kind, table) in SharpKind::ALL.into_iter().zip(&spec.sharps) {
+                for &e in table {
+                    b = b.sharp(kind, SharpEntry(e));
+                }
+            }
+            for &(i, sgpr) in &spec.direct {
+                b = b.direct_resource(DirectResourceType::ALL[i], sgpr);
+            }
+        } else {
+            b = b.no_user_data();
+        }
+        b
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
 
         #[test]
         fn random_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..2048)) {
             every_decoder(&data);
+        }
+
+        #[test]
+        fn built_containers_decode_and_relocate(spec in spec()) {
+            let bytes = build(&spec).build();
+            let s = AgcShader::parse(&bytes, 0).unwrap();
+            prop_assert_eq!(s.shader_type(), spec.ty);
+            let pair = spec.ty.program_registers().map(|p| vec![(p.sh_lo(), 0), (p.sh_hi(), 0)]);
+            let mut sh = pair.unwrap_or_default();
+            sh.extend(&spec.sh);
+            let got: Vec<(u32, u32)> = s.sh_registers().iter().map(|e| (e.offset, e.value)).collect();
+            prop_assert_eq!(got, sh);
+            let got: Vec<(u32, u32)> = s.context_registers().iter().map(|e| (e.offset, e.value)).collect();
+            prop_assert_eq!(got, spec.cx.clone());
+            let got: Vec<u32> = s.input_semantics().iter().map(|x| x.0).collect();
+            prop_assert_eq!(got, spec.inputs.clone());
+            let got: Vec<u32> = s.output_semantics().iter().map(|x| x.0).collect();
+            prop_assert_eq!(got, spec.outputs.clone());
+            prop_assert_eq!(s.specials().is_some(), spec.specials.is_some());
+            if let (Some(sp), Some((d, start, end, draw))) = (s.specials(), spec.specials) {
+                prop_assert_eq!(sp.dispatch_modifier, d);
+                prop_assert_eq!(sp.user_data_range, UserDataRange { start, end });
+                prop_assert_eq!(sp.draw_modifier.0, draw);
+            }
+            prop_assert_eq!(s.user_data().is_some(), spec.user_data);
+            if let Some(ud) = s.user_data() {
+                for (kind, table) in SharpKind::ALL.into_iter().zip(&spec.sharps) {
+                    let got: Vec<u16> = ud.sharps(kind).iter().map(|e| e.0).collect();
+                    prop_assert_eq!(&got, table);
+                }
+                for &(i, _) in &spec.direct {
+                    let last = spec.direct.iter().rev().find(|d| d.0 == i).map(|d| d.1);
+                    prop_assert_eq!(Some(ud.direct_resources[i]), last);
+                }
+            }
+
+            // Relocate in guest memory and compare.
+            let header_at = spec.header_page * 0x1000 + 0x100_0000;
+            let code = spec.code_page << 8;
+            let mut m = SparseMemory::new();
+            m.map_bytes(header_at, &bytes).unwrap();
+            let created = create_shader(&mut m, header_at, code).unwrap();
+            prop_assert!(created.is_relocated());
+            prop_assert_eq!(created.code_address(), Some(code));
+            prop_assert_eq!(created.layout(), s.layout());
+            prop_assert_eq!(created.context_registers(), s.context_registers());
+            prop_assert_eq!(created.user_data(), s.user_data());
+            prop_assert_eq!(created.input_semantics(), s.input_semantics());
+            prop_assert_eq!(created.output_semantics(), s.output_semantics());
+            if spec.ty.program_registers().is_some() {
+                prop_assert_eq!(created.program_address(), Some(code));
+            } else {
+                prop_assert_eq!(created.sh_registers(), s.sh_registers());
+            }
+            for (_, field) in pm4core::shader::agc::HEADER_POINTER_FIELDS {
+                let raw = m.read_u64(header_at + u64::from(field)).unwrap();
+                match s.layout().header_pointer(field) {
+                    Some(t) => prop_assert_eq!(raw, header_at + u64::from(t)),
+                    None => prop_assert_eq!(raw, 0),
+                }
+            }
+            let is_already_relocated = matches!(
+                create_shader(&mut m, header_at, code),
+                Err(ShaderError::AlreadyRelocated { .. })
+            );
+            prop_assert!(is_already_relocated);
+            prop_assert_eq!(register_relocated(&m, header_at, code).unwrap(), created);
         }
 
         #[test]

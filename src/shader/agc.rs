@@ -12,6 +12,19 @@
 //! in guest memory; both validate the list of shader-containers.md §1.13.
 //! [`create_shader`] does what `sceAgcCreateShader` does (§1.11) and
 //! [`register_relocated`] accepts a header some earlier call already relocated.
+//!
+//! Where the sources disagree, this module follows the reference's preferred
+//! reading:
+//! - pointers are self-relative (each to its own field), never
+//!   header-absolute (§0.2, §1.12);
+//! - `num_output_semantics` is a u16; a u32 read would include
+//!   `special_sizes_bytes` (§1.12);
+//! - register-table offsets are read as u32, as every runtime does; the
+//!   upper half is zero in all known data (§1.3);
+//! - the program pair per type is KytyPS5's (§1.10), found anywhere in the
+//!   SH table with HI directly after LO (§1.11, §1.13);
+//! - creation validates everything first, refuses a second relocation,
+//!   requires 256-byte aligned code and patches LO/HI as §3 recommends.
 
 use crate::memory::{GuestMemory, ADDRESS_SPACE_END};
 
@@ -381,6 +394,9 @@ pub fn encode_program_address(address: u64) -> (u32, u8) {
 // ---------------------------------------------------------------------------
 
 /// One `ShaderRegister`: a bank-relative register offset and its value.
+///
+/// The offset is a u32 as every runtime reads it; two tools read a u16 plus
+/// padding, which gives the same result on all known containers (§1.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct RegisterEntry {
@@ -409,7 +425,7 @@ impl RegisterEntry {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct UserDataRange {
-    /// First user-data dword used, relative to SPI_SHADER_USER_DATA_<stage>_0.
+    /// First user-data dword used, relative to `SPI_SHADER_USER_DATA_<stage>_0`.
     pub start: u16,
     /// One past the last user-data dword used.
     pub end: u16,
@@ -1743,5 +1759,88 @@ impl BarefootTrailer {
         }
         bytes::put(&mut out, 0x28, &self.word_28.to_le_bytes());
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn semantic_bitfields() {
+        let s = Semantic(0xD7D3_010F);
+        assert_eq!(s.semantic(), 15);
+        assert_eq!(s.hardware_mapping(), 1);
+        assert_eq!(s.size_in_elements(), 3);
+        assert_eq!(s.is_f16(), 1);
+        assert!(s.is_flat_shaded() && s.is_linear() && s.is_custom());
+        assert!(s.static_vb_index() && s.static_attribute());
+        assert_eq!(s.default_value(), 1);
+        assert_eq!(s.default_value_hi(), 3);
+        assert_eq!(Semantic::new(16, 2, 4).0, 0x0004_0210);
+    }
+
+    #[test]
+    fn draw_modifier_and_sharp_bits() {
+        let d = DrawModifier(0x1_0000_0000 | (0x55 << 9) | (1 << 8) | (5 << 5) | 0b11010);
+        assert!(!d.enbl_start_vertex_offset() && d.enbl_start_index_offset());
+        assert!(!d.enbl_start_instance_offset() && d.enbl_draw_index() && d.enbl_user_vgprs());
+        assert_eq!(d.render_target_slice_offset(), 5);
+        assert!(d.fuse_draws() && d.is_default());
+        assert_eq!(d.compiler_flags(), 0x55);
+        let e = SharpEntry::new(0x7FFF, false);
+        assert!(e.is_empty() && !e.is_small() && e.size_dw() == 8);
+        assert_eq!(SharpEntry::new(4, true), SharpEntry(0x8004));
+    }
+
+    #[test]
+    fn program_address_round_trip() {
+        let address = 0xFF12_3456_7800;
+        let (lo, hi) = encode_program_address(address);
+        assert_eq!((lo, hi), (0x1234_5678, 0xFF));
+        assert_eq!(program_address(lo, 0xFFFF_FF00 | u32::from(hi)), address);
+        for stage in ShaderStage::ALL {
+            let p = stage.program_registers();
+            assert_eq!(p.hi, p.lo + 1);
+            assert_eq!(ShaderStage::from_program_lo(p.lo), Some(stage));
+        }
+        assert_eq!(ShaderStage::Ps.program_registers().sh_lo(), 0x008);
+        assert_eq!(ShaderStage::Cs.program_registers().sh_lo(), 0x20C);
+    }
+
+    #[test]
+    fn header_bytes_round_trip() {
+        let h = AgcHeader {
+            magic: AGC_MAGIC,
+            version: AGC_VERSION,
+            user_data: 1,
+            code: 2,
+            cx_registers: 3,
+            sh_registers: 4,
+            specials: 5,
+            input_semantics: 6,
+            output_semantics: 7,
+            header_size: 8,
+            shader_size: 9,
+            embedded_constant_buffer_size_dqw: 10,
+            target: 11,
+            num_input_semantics: 12,
+            scratch_size_dw_per_thread: 13,
+            num_output_semantics: 14,
+            special_sizes_bytes: 15,
+            shader_type: 16,
+            num_cx_registers: 17,
+            num_sh_registers: 18,
+            padding: [19, 20, 21],
+        };
+        assert_eq!(AgcHeader::decode(&h.to_bytes()), Ok(h));
+        let t = BarefootTrailer {
+            hash: 1,
+            program_length: 0x10C,
+            sl00_length: 0x36,
+            ..Default::default()
+        };
+        assert_eq!(BarefootTrailer::decode(&t.to_bytes()), Some(t));
+        assert_eq!(BarefootTrailer::decode(&[0u8; 0x30]), None);
     }
 }

@@ -117,15 +117,16 @@ impl ShaderRegistry {
             return Ok(Some(Arc::clone(shader)));
         }
         let header_address = entry.header_address;
+        // The header must still describe this code: its code field holds
+        // the key (or is still empty, for a shader inserted unrelocated).
         let decoded =
             AgcShader::read(mem, header_address).and_then(|shader| match shader.code_address() {
-                Some(stored) if stored == code_address => Ok(shader),
-                Some(stored) => Err(ShaderError::CodeAddressMismatch {
+                Some(stored) if stored != code_address => Err(ShaderError::CodeAddressMismatch {
                     header_address,
                     stored,
                     given: code_address,
                 }),
-                None => Err(ShaderError::NotRelocated { header_address }),
+                _ => Ok(shader),
             });
         match decoded {
             Ok(shader) => {
