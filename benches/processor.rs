@@ -97,9 +97,8 @@ fn bench_streams(c: &mut Criterion) {
 fn bench_real_traces(c: &mut Criterion) {
     let mut group = c.benchmark_group("traces");
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces");
-    let mut paths: Vec<_> = std::fs::read_dir(&dir)
-        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default();
+    let mut paths: Vec<_> =
+        std::fs::read_dir(&dir).map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect()).unwrap_or_default();
     paths.retain(|p| p.extension().is_some_and(|e| e == "pm4t"));
     paths.sort();
     for path in paths {

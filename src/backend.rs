@@ -371,7 +371,7 @@ fn program_summary(programs: &[ProgramBinding; 4]) -> String {
         if p.address != 0 {
             let _ = write!(s, " {}={:#x}", stage.name(), p.address);
             if let Some(c) = &p.container {
-                let _ = write!(s, "[{:?}]", c.stage());
+                let _ = write!(s, "[{:?}]", c.shader_type());
             }
         }
     }
@@ -417,7 +417,7 @@ impl Backend for RecordingBackend {
         if d.program.address != 0 {
             let _ = write!(line, " cs={:#x}", d.program.address);
             if let Some(c) = &d.program.container {
-                let _ = write!(line, "[{:?}]", c.stage());
+                let _ = write!(line, "[{:?}]", c.shader_type());
             }
         }
         self.lines.push(line);

@@ -555,8 +555,10 @@ fn run_stream(
                 continue;
             }
 
-            let start = window.ensure(&*env.memory, address, length, remaining).map_err(|source| {
-                Pm4Error::Memory { location, opcode: header.opcode(), source }
+            let start = window.ensure(&*env.memory, address, length, remaining).map_err(|source| Pm4Error::Memory {
+                location,
+                opcode: header.opcode(),
+                source,
             })?;
             let window_range = window.range();
             let words = window.slice(start, length);
@@ -623,7 +625,6 @@ fn set_offset(exec: &mut Pm4Execution, depth: usize, offset: u32) {
         c.offset_dw = offset;
     }
 }
-
 
 #[inline]
 fn count_packet(state: &mut ProcessorState, header: Header, length: u32) {

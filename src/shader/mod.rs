@@ -1,30 +1,33 @@
-//! Shader containers (temporary stand-in until the container module lands).
-use crate::memory::GuestMemory;
-use std::sync::Arc;
+//! Console shader containers: what a program's code address means.
+//!
+//! The command processor binds programs by code address only (the
+//! SPI_SHADER_PGM_LO/HI_* and COMPUTE_PGM_LO/HI writes). The containers the
+//! driver created around that code carry everything else — register lists,
+//! user-data layout, semantics, code length:
+//!
+//! - [`agc`]: the PS5 AGC `Shader` header, its decoding, validation and the
+//!   relocation `sceAgcCreateShader` performs ([`create_shader`]);
+//! - [`registry`]: created shaders keyed by code address, decoded once;
+//! - [`gnm`]: PS4 — the `OrbShdr` block after the code, its CRC, and the
+//!   `Shdr` shader-binary file;
+//! - [`dvlb`]: the 3DS `DVLB` shader binary (for inspection only);
+//! - [`builder`]: writers for all of them, for tests and tools;
+//! - [`inspect`]: recognising a file by its magic and describing it.
+//!
+//! Facts and their sources are in `shader-containers.md` of the shared
+//! reference; section numbers cited in comments (§1.11, …) refer to it.
 
-/// A decoded AGC container.
-#[derive(Clone, Debug, PartialEq)]
-pub struct AgcShader;
+pub mod agc;
+pub mod builder;
+mod bytes;
+pub mod dvlb;
+mod error;
+pub mod gnm;
+pub mod inspect;
+pub mod registry;
 
-impl AgcShader {
-    /// Pipeline stage.
-    pub fn stage(&self) -> u32 {
-        0
-    }
-}
-
-/// Shaders keyed by code address.
-#[derive(Debug, Default)]
-pub struct ShaderRegistry;
-
-impl ShaderRegistry {
-    /// Changes whenever a registered shader changes.
-    pub fn generation(&self) -> u64 {
-        0
-    }
-
-    /// Resolves a code address.
-    pub fn resolve(&mut self, _mem: &dyn GuestMemory, _code: u64) -> Option<Arc<AgcShader>> {
-        None
-    }
-}
+pub use agc::{
+    create_shader, register_relocated, AgcShader, PipelineStage, ProgramRegisterPair, ShaderStage, ShaderType,
+};
+pub use error::ShaderError;
+pub use registry::ShaderRegistry;

@@ -1,0 +1,218 @@
+//! The shaders created so far, keyed by code address.
+//!
+//! On PS5 the command processor only ever sees a program's code address (the
+//! SPI_SHADER_PGM_LO/HI or COMPUTE_PGM_LO/HI writes); the container that
+//! describes it is found through the creation call that associated the two
+//! (kytyps5-cp.md §7.2 step 3). [`ShaderRegistry`] is that association: a
+//! `SHDR` trace chunk or an emulator's `sceAgcCreateShader` goes through
+//! [`ShaderRegistry::create`], and the processor asks
+//! [`ShaderRegistry::resolve`] at every draw or dispatch. A code address
+//! nobody registered is a raw-code shader: `None`, not an error.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use crate::memory::GuestMemory;
+
+use super::agc::{self, AgcShader, MAX_HEADER_SIZE};
+use super::ShaderError;
+
+#[derive(Debug, Clone)]
+struct Entry {
+    header_address: u64,
+    /// Bytes of the header blob when last decoded (for invalidation while the
+    /// decoded value is dropped).
+    header_size: u64,
+    /// `None` after the host rewrote the header: decoded again on next use.
+    shader: Option<Arc<AgcShader>>,
+}
+
+/// One registered shader, as [`ShaderRegistry::iter`] yields it.
+#[derive(Debug, Clone, Copy)]
+pub struct Registration<'a> {
+    /// The code address the shader is keyed by.
+    pub code_address: u64,
+    /// Where its header lives.
+    pub header_address: u64,
+    /// The decoded container, unless invalidated and not resolved since.
+    pub shader: Option<&'a Arc<AgcShader>>,
+}
+
+/// Registered AGC shaders keyed by code address, decoded once and cached.
+#[derive(Debug, Clone, Default)]
+pub struct ShaderRegistry {
+    by_code: HashMap<u64, Entry>,
+    /// `(header_address, code_address)` of every entry, for range invalidation.
+    by_header: BTreeSet<(u64, u64)>,
+    /// Bumped whenever a registration or a cached decode changes, so that
+    /// processors know their resolved program bindings may be stale.
+    generation: u64,
+}
+
+impl ShaderRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Creates (relocates, see [`agc::create_shader`]) or, when
+    /// `already_relocated`, accepts (see [`agc::register_relocated`]) the
+    /// container at `header_address` and registers it under `code_address`.
+    /// A shader registered before under the same code address is replaced.
+    /// On error nothing is registered.
+    pub fn create(
+        &mut self,
+        mem: &mut dyn GuestMemory,
+        header_address: u64,
+        code_address: u64,
+        already_relocated: bool,
+    ) -> Result<Arc<AgcShader>, ShaderError> {
+        let shader = if already_relocated {
+            agc::register_relocated(&*mem, header_address, code_address)?
+        } else {
+            agc::create_shader(mem, header_address, code_address)?
+        };
+        let shader = Arc::new(shader);
+        self.insert(code_address, Arc::clone(&shader));
+        Ok(shader)
+    }
+
+    /// Registers an already decoded shader under `code_address`.
+    pub fn insert(&mut self, code_address: u64, shader: Arc<AgcShader>) {
+        self.generation = self.generation.wrapping_add(1);
+        let (header_address, header_size) = shader.extent();
+        self.remove(code_address);
+        self.by_header.insert((header_address, code_address));
+        self.by_code.insert(code_address, Entry { header_address, header_size, shader: Some(shader) });
+    }
+
+    /// The container registered for `code_address`; `None` when none is (a
+    /// raw-code shader) or when its header no longer decodes after a host
+    /// rewrite (the registration is then dropped). A cache hit does not
+    /// allocate.
+    pub fn resolve(&mut self, mem: &dyn GuestMemory, code_address: u64) -> Option<Arc<AgcShader>> {
+        match self.try_resolve(mem, code_address) {
+            Ok(found) => found,
+            Err(err) => {
+                tracing::warn!(code_address, %err, "registered shader no longer decodes; dropped");
+                None
+            }
+        }
+    }
+
+    /// Like [`resolve`](Self::resolve), but reports why a registered header
+    /// that was invalidated no longer decodes (the registration is dropped).
+    pub fn try_resolve(
+        &mut self,
+        mem: &dyn GuestMemory,
+        code_address: u64,
+    ) -> Result<Option<Arc<AgcShader>>, ShaderError> {
+        let Some(entry) = self.by_code.get_mut(&code_address) else {
+            return Ok(None);
+        };
+        if let Some(shader) = &entry.shader {
+            return Ok(Some(Arc::clone(shader)));
+        }
+        let header_address = entry.header_address;
+        // The header must still describe this code: its code field holds
+        // the key (or is still empty, for a shader inserted unrelocated).
+        let decoded = AgcShader::read(mem, header_address).and_then(|shader| match shader.code_address() {
+            Some(stored) if stored != code_address => {
+                Err(ShaderError::CodeAddressMismatch { header_address, stored, given: code_address })
+            }
+            _ => Ok(shader),
+        });
+        match decoded {
+            Ok(shader) => {
+                let shader = Arc::new(shader);
+                entry.header_size = shader.extent().1;
+                entry.shader = Some(Arc::clone(&shader));
+                Ok(Some(shader))
+            }
+            Err(err) => {
+                self.remove(code_address);
+                Err(err)
+            }
+        }
+    }
+
+    /// The cached container for `code_address` without decoding anything.
+    pub fn get(&self, code_address: u64) -> Option<&Arc<AgcShader>> {
+        self.by_code.get(&code_address)?.shader.as_ref()
+    }
+
+    /// True when `code_address` is registered (cached or not).
+    pub fn contains(&self, code_address: u64) -> bool {
+        self.by_code.contains_key(&code_address)
+    }
+
+    /// The host wrote `[address, address + len)`: forget the decoded form of
+    /// every shader whose header or tables overlap it, so that the next
+    /// [`resolve`](Self::resolve) decodes it again. Returns how many cache
+    /// entries were dropped.
+    pub fn invalidate_range(&mut self, address: u64, len: u64) -> usize {
+        if len == 0 {
+            return 0;
+        }
+        let end = address.saturating_add(len);
+        // Headers are at most MAX_HEADER_SIZE bytes, so only those starting
+        // in [address - MAX_HEADER_SIZE, end) can overlap.
+        let first = address.saturating_sub(u64::from(MAX_HEADER_SIZE));
+        let mut dropped = 0;
+        for &(header_address, code_address) in self.by_header.range((first, 0)..(end, 0)) {
+            let Some(entry) = self.by_code.get_mut(&code_address) else {
+                continue;
+            };
+            let header_end = header_address.saturating_add(entry.header_size);
+            if header_address < end && address < header_end && entry.shader.take().is_some() {
+                dropped += 1;
+            }
+        }
+        if dropped > 0 {
+            self.generation = self.generation.wrapping_add(1);
+        }
+        dropped
+    }
+
+    /// Changes whenever what [`resolve`](Self::resolve) may return changes.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Unregisters `code_address`; returns whether it was registered.
+    pub fn remove(&mut self, code_address: u64) -> bool {
+        match self.by_code.remove(&code_address) {
+            Some(entry) => {
+                self.by_header.remove(&(entry.header_address, code_address));
+                self.generation = self.generation.wrapping_add(1);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Forgets everything.
+    pub fn clear(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
+        self.by_code.clear();
+        self.by_header.clear();
+    }
+
+    /// Number of registered shaders.
+    pub fn len(&self) -> usize {
+        self.by_code.len()
+    }
+
+    /// True when nothing is registered.
+    pub fn is_empty(&self) -> bool {
+        self.by_code.is_empty()
+    }
+
+    /// Every registration, in header-address order.
+    pub fn iter(&self) -> impl Iterator<Item = Registration<'_>> + '_ {
+        self.by_header.iter().filter_map(move |&(header_address, code_address)| {
+            let entry = self.by_code.get(&code_address)?;
+            Some(Registration { code_address, header_address, shader: entry.shader.as_ref() })
+        })
+    }
+}
