@@ -84,7 +84,7 @@ pub(crate) struct Ctx<'a> {
     pub memory: WatchedMemory<'a>,
     pub backend: &'a mut dyn Backend,
     pub shaders: &'a mut ShaderRegistry,
-    pub location: PacketLocation,
+    pub location: &'a PacketLocation,
     pub opcode: Opcode,
 }
 
@@ -92,13 +92,13 @@ impl Ctx<'_> {
     /// A memory error at this packet.
     #[inline]
     pub fn mem_err(&self, source: MemoryError) -> Pm4Error {
-        Pm4Error::Memory { location: self.location, opcode: self.opcode, source }
+        Pm4Error::Memory { location: *self.location, opcode: self.opcode, source }
     }
 
     /// A malformed body at this packet.
     #[inline]
     pub fn body_err(&self, source: BodyError) -> Pm4Error {
-        Pm4Error::MalformedPacket { location: self.location, source }
+        Pm4Error::MalformedPacket { location: *self.location, source }
     }
 
     pub fn read_u32(&self, address: u64) -> Result<u32, Pm4Error> {
@@ -137,7 +137,7 @@ impl Ctx<'_> {
     }
 }
 
-/// Stores a register value and runs the register's handler, if it has one.
+/// Stores a register value and applies the register's action.
 /// Indices past the register file are dropped (and logged).
 #[inline]
 pub(crate) fn write_register(state: &mut ProcessorState, register: u32, value: u32) {
@@ -145,7 +145,9 @@ pub(crate) fn write_register(state: &mut ProcessorState, register: u32, value: u
         tracing::warn!(queue = %state.queue, "register write to {register:#x} is outside the register file");
         return;
     }
-    if let Some(handler) = tables::register_handler(register) {
-        handler(state, register, value);
+    match tables::register_action(register) {
+        tables::RegisterAction::None => {}
+        tables::RegisterAction::Mark(groups) => state.dirty |= groups,
+        tables::RegisterAction::Call(handler) => handler(state, register, value),
     }
 }

@@ -555,22 +555,54 @@ fn run_stream(
                 continue;
             }
 
-            let start = window.ensure(&*env.memory, address, length, remaining).map_err(|source| Pm4Error::Memory {
-                location,
-                opcode: header.opcode(),
-                source,
-            })?;
+            let start = if window.holds(start, length) {
+                start
+            } else {
+                window.ensure(&*env.memory, address, length, remaining).map_err(|source| Pm4Error::Memory {
+                    location,
+                    opcode: header.opcode(),
+                    source,
+                })?
+            };
             let window_range = window.range();
             let words = window.slice(start, length);
-            let packet = Packet { header, body: words.get(1..).unwrap_or(&[]), location };
             let opcode = header.opcode();
+            let entry = tables::OPCODE_TABLE[opcode.0 as usize];
+
+            // Register writers touch neither the stack nor memory: no
+            // write-back of the cursor, no handler context.
+            if let tables::OpcodeEntry::SetRegisters { base, size: space_size } = entry {
+                match words.get(1..).and_then(|body| body.split_first()) {
+                    Some((first, values)) => {
+                        handlers::registers::write_run(state, base, space_size, first & 0xFFFF, values)
+                    }
+                    None => {
+                        return Err(Pm4Error::MalformedPacket {
+                            location,
+                            source: crate::packet::body::BodyError::Missing { opcode, index: 0, body_len: 0 },
+                        })
+                    }
+                }
+                offset += length;
+                count_packet(state, header, length);
+                continue;
+            }
+
+            // Built in place (not copied from `location`): a wide copy of a
+            // freshly written small struct stalls store forwarding.
+            let packet = Packet {
+                header,
+                body: words.get(1..).unwrap_or(&[]),
+                location: PacketLocation { buffer, buffer_size_dw: size, offset_dw: offset },
+            };
 
             // Advance before running: a call (INDIRECT_BUFFER) returns past it.
             set_offset(exec, depth, offset + length);
 
             let mut stale = false;
-            let flow = match tables::OPCODE_HANDLERS[opcode.0 as usize] {
-                Some(handler) => {
+            let flow = match entry {
+                tables::OpcodeEntry::SetRegisters { .. } => Flow::Continue,
+                tables::OpcodeEntry::Handler(handler) => {
                     let mut ctx = Ctx {
                         engine,
                         exec: &mut *exec,
@@ -578,14 +610,14 @@ fn run_stream(
                         memory: WatchedMemory::new(&mut *env.memory, window_range),
                         backend: &mut *env.backend,
                         shaders: &mut *env.shaders,
-                        location,
+                        location: &packet.location,
                         opcode,
                     };
                     let flow = handler(&mut ctx, &packet);
                     stale = ctx.memory.touched_window();
                     flow?
                 }
-                None => handlers::unhandled(state, env, &packet)?,
+                tables::OpcodeEntry::Unhandled => handlers::unhandled(state, env, &packet)?,
             };
             if stale {
                 window.invalidate();
@@ -598,7 +630,7 @@ fn run_stream(
                 }
                 Flow::Suspend(reason) => {
                     // Re-executed on resume: put the cursor back on the packet.
-                    set_offset(exec, depth, location.offset_dw);
+                    set_offset(exec, depth, offset);
                     exec.suspended = Some(reason);
                     state.stats.waits += 1;
                     return Ok(StreamStatus::Suspended(reason));

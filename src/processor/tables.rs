@@ -1,8 +1,9 @@
 //! The four dispatch tables, built at compile time: CP opcode → packet
 //! handler (256 entries), and context (0xA000..0xA3FF), SH (0x2C00..0x2FFF)
-//! and uconfig (0xC000..0xFFFF) register → register handler. A register
-//! without a handler is still stored in the register file; a handler only
-//! adds behaviour (marking the state groups a draw reports as changed).
+//! and uconfig (0xC000..0xFFFF) register → register action. A register
+//! without an action is still stored in the register file; an action adds
+//! behaviour: marking the state groups a draw reports as changed, or
+//! calling a handler function.
 //! The custom-NOP table is in [`super::handlers::nop`].
 
 use super::context::{Ctx, Flow};
@@ -15,13 +16,53 @@ use crate::regs::space;
 /// A packet handler.
 pub(crate) type OpcodeHandler = for<'a, 'b, 'c> fn(&'a mut Ctx<'b>, &'a Packet<'c>) -> Result<Flow, Pm4Error>;
 
-/// A register handler: runs after the value is stored.
+/// What the opcode table says about an opcode.
+#[derive(Clone, Copy)]
+pub(crate) enum OpcodeEntry {
+    /// Decoded, counted and reported as not emulated (named opcodes) or as
+    /// an unknown packet (unnamed ones).
+    Unhandled,
+    /// A plain register writer (SET_*_REG and their _INDEX forms): the
+    /// values after dw0 go to consecutive registers of the space that
+    /// starts at `base` (`size` registers), from dw0 [15:0]. Described as
+    /// data so the loop writes them without a handler call.
+    SetRegisters { base: u32, size: u32 },
+    /// Any other packet.
+    Handler(OpcodeHandler),
+}
+
+/// A register handler function: runs after the value is stored.
 pub type RegisterHandler = fn(&mut ProcessorState, u32, u32);
 
-const fn opcode_table() -> [Option<OpcodeHandler>; 256] {
-    let mut t: [Option<OpcodeHandler>; 256] = [None; 256];
+/// What writing a register does besides storing the value.
+#[derive(Clone, Copy)]
+pub enum RegisterAction {
+    /// Nothing more.
+    None,
+    /// Marks these [`state_group`] bits as changed.
+    Mark(u32),
+    /// Calls a handler with the register index and value.
+    Call(RegisterHandler),
+}
+
+const fn opcode_table() -> [OpcodeEntry; 256] {
+    let mut t: [OpcodeEntry; 256] = [OpcodeEntry::Unhandled; 256];
     macro_rules! set {
-        ($($op:ident => $h:expr),* $(,)?) => { $( t[Opcode::$op.0 as usize] = Some($h); )* };
+        ($($op:ident => $h:expr),* $(,)?) => { $( t[Opcode::$op.0 as usize] = OpcodeEntry::Handler($h); )* };
+    }
+    macro_rules! set_registers {
+        ($($op:ident => ($base:expr, $size:expr)),* $(,)?) => {
+            $( t[Opcode::$op.0 as usize] = OpcodeEntry::SetRegisters { base: $base, size: $size }; )*
+        };
+    }
+    set_registers! {
+        SET_CONFIG_REG => (space::CONFIG, space::SH - space::CONFIG),
+        SET_CONTEXT_REG => (space::CONTEXT, space::UCONFIG - space::CONTEXT),
+        SET_CONTEXT_REG_INDEX => (space::CONTEXT, space::UCONFIG - space::CONTEXT),
+        SET_SH_REG => (space::SH, space::SH_SIZE),
+        SET_SH_REG_INDEX => (space::SH, space::SH_SIZE),
+        SET_UCONFIG_REG => (space::UCONFIG, space::UCONFIG_SIZE),
+        SET_UCONFIG_REG_INDEX => (space::UCONFIG, space::UCONFIG_SIZE),
     }
     set! {
         NOP => nop::nop,
@@ -74,12 +115,6 @@ const fn opcode_table() -> [Option<OpcodeHandler>; 256] {
         LOAD_CONTEXT_REG => registers::load_reg,
         LOAD_SH_REG_INDEX => registers::load_reg_index,
         LOAD_UCONFIG_REG_INDEX => registers::load_reg_index,
-        SET_CONFIG_REG => registers::set_reg,
-        SET_CONTEXT_REG => registers::set_reg,
-        SET_CONTEXT_REG_INDEX => registers::set_reg,
-        SET_SH_REG => registers::set_reg,
-        SET_UCONFIG_REG => registers::set_reg,
-        SET_UCONFIG_REG_INDEX => registers::set_reg,
         LOAD_CONST_RAM => const_engine::load_const_ram,
         WRITE_CONST_RAM => const_engine::write_const_ram,
         DUMP_CONST_RAM => const_engine::dump_const_ram,
@@ -91,7 +126,6 @@ const fn opcode_table() -> [Option<OpcodeHandler>; 256] {
         FRAME_CONTROL => nop::no_effect,
         WAIT_FOR_WRITE_CONFIRM => nop::no_effect,
         WAIT_REG_MEM64 => wait::wait_reg_mem,
-        SET_SH_REG_INDEX => registers::set_reg,
         DRAW_INDIRECT_COUNT_MULTI => draw::draw,
         DRAW_INDEX_INDIRECT_COUNT_MULTI => draw::draw,
         DUMP_CONST_RAM_OFFSET => const_engine::dump_const_ram,
@@ -100,143 +134,117 @@ const fn opcode_table() -> [Option<OpcodeHandler>; 256] {
     t
 }
 
-/// CP opcode → handler. `None`: decoded, counted and reported as not
-/// emulated (named opcodes) or as an unknown packet (unnamed ones).
-pub(crate) static OPCODE_HANDLERS: [Option<OpcodeHandler>; 256] = opcode_table();
+/// CP opcode → what executes it.
+pub(crate) static OPCODE_TABLE: [OpcodeEntry; 256] = opcode_table();
 
-/// True when pm4core executes `opcode` (has a handler).
+/// True when pm4core executes `opcode`.
 pub fn is_emulated(opcode: Opcode) -> bool {
-    OPCODE_HANDLERS[opcode.0 as usize].is_some()
-}
-
-fn mark_viewport(s: &mut ProcessorState, _: u32, _: u32) {
-    s.dirty |= state_group::VIEWPORT;
-}
-fn mark_scissor(s: &mut ProcessorState, _: u32, _: u32) {
-    s.dirty |= state_group::SCISSOR;
-}
-fn mark_render_targets(s: &mut ProcessorState, _: u32, _: u32) {
-    s.dirty |= state_group::RENDER_TARGETS;
-}
-fn mark_depth(s: &mut ProcessorState, _: u32, _: u32) {
-    s.dirty |= state_group::DEPTH;
-}
-fn mark_programs(s: &mut ProcessorState, _: u32, _: u32) {
-    s.dirty |= state_group::PROGRAMS;
-}
-fn mark_compute_program(s: &mut ProcessorState, _: u32, _: u32) {
-    s.dirty |= state_group::COMPUTE_PROGRAM;
-}
-fn mark_user_data(s: &mut ProcessorState, _: u32, _: u32) {
-    s.dirty |= state_group::USER_DATA;
-}
-fn mark_primitive(s: &mut ProcessorState, _: u32, _: u32) {
-    s.dirty |= state_group::PRIMITIVE;
-}
-fn mark_index(s: &mut ProcessorState, _: u32, _: u32) {
-    s.dirty |= state_group::INDEX;
-}
-fn mark_instances(s: &mut ProcessorState, _: u32, _: u32) {
-    s.dirty |= state_group::INSTANCES;
-}
-fn mark_streamout(s: &mut ProcessorState, _: u32, _: u32) {
-    s.dirty |= state_group::STREAMOUT;
+    !matches!(OPCODE_TABLE[opcode.0 as usize], OpcodeEntry::Unhandled)
 }
 
 /// Binds `count` registers from `first` (absolute index) in a table whose
 /// first entry is register `base`.
 const fn bind<const N: usize>(
-    mut t: [Option<RegisterHandler>; N],
+    mut t: [RegisterAction; N],
     base: u32,
     first: u32,
     count: u32,
     stride: u32,
-    h: RegisterHandler,
-) -> [Option<RegisterHandler>; N] {
+    action: RegisterAction,
+) -> [RegisterAction; N] {
     let mut i = 0;
     while i < count {
         let index = (first + i * stride - base) as usize;
         if index < N {
-            t[index] = Some(h);
+            t[index] = action;
         }
         i += 1;
     }
     t
 }
 
-const fn context_table() -> [Option<RegisterHandler>; space::CONTEXT_SIZE as usize] {
+const fn context_table() -> [RegisterAction; space::CONTEXT_SIZE as usize] {
     let b = space::CONTEXT;
-    let mut t: [Option<RegisterHandler>; space::CONTEXT_SIZE as usize] = [None; space::CONTEXT_SIZE as usize];
+    let mut t: [RegisterAction; space::CONTEXT_SIZE as usize] = [RegisterAction::None; space::CONTEXT_SIZE as usize];
     // 16 viewports: 6 transform registers each, then the Z min/max pairs.
-    t = bind(t, b, r::PA_CL_VPORT_XSCALE, 16 * 6, 1, mark_viewport);
-    t = bind(t, b, r::PA_SC_VPORT_ZMIN_0, 16 * 2, 1, mark_viewport);
+    t = bind(t, b, r::PA_CL_VPORT_XSCALE, 16 * 6, 1, RegisterAction::Mark(state_group::VIEWPORT));
+    t = bind(t, b, r::PA_SC_VPORT_ZMIN_0, 16 * 2, 1, RegisterAction::Mark(state_group::VIEWPORT));
     // 16 viewport scissors (TL/BR) plus the screen, window and generic ones.
-    t = bind(t, b, r::PA_SC_VPORT_SCISSOR_0_TL, 16 * 2, 1, mark_scissor);
-    t = bind(t, b, r::PA_SC_SCREEN_SCISSOR_TL, 2, 1, mark_scissor);
-    t = bind(t, b, r::PA_SC_GENERIC_SCISSOR_TL, 2, 1, mark_scissor);
-    t = bind(t, b, r::PA_SC_WINDOW_OFFSET, 1, 1, mark_scissor);
+    t = bind(t, b, r::PA_SC_VPORT_SCISSOR_0_TL, 16 * 2, 1, RegisterAction::Mark(state_group::SCISSOR));
+    t = bind(t, b, r::PA_SC_SCREEN_SCISSOR_TL, 2, 1, RegisterAction::Mark(state_group::SCISSOR));
+    t = bind(t, b, r::PA_SC_GENERIC_SCISSOR_TL, 2, 1, RegisterAction::Mark(state_group::SCISSOR));
+    t = bind(t, b, r::PA_SC_WINDOW_OFFSET, 1, 1, RegisterAction::Mark(state_group::SCISSOR));
     // 8 colour targets: 15 registers each, plus the gfx10 extension ranges.
-    t = bind(t, b, r::CB_COLOR0_BASE, 8 * 15, 1, mark_render_targets);
-    t = bind(t, b, r::CB_COLOR0_BASE_EXT, 8 * 6, 1, mark_render_targets);
-    t = bind(t, b, r::CB_COLOR0_ATTRIB2, 8 * 2, 1, mark_render_targets);
+    t = bind(t, b, r::CB_COLOR0_BASE, 8 * 15, 1, RegisterAction::Mark(state_group::RENDER_TARGETS));
+    t = bind(t, b, r::CB_COLOR0_BASE_EXT, 8 * 6, 1, RegisterAction::Mark(state_group::RENDER_TARGETS));
+    t = bind(t, b, r::CB_COLOR0_ATTRIB2, 8 * 2, 1, RegisterAction::Mark(state_group::RENDER_TARGETS));
     // Depth/stencil surface.
-    t = bind(t, b, r::DB_DEPTH_SIZE_XY, 1, 1, mark_depth);
-    t = bind(t, b, r::DB_Z_INFO, 8, 1, mark_depth);
-    t = bind(t, b, r::DB_Z_READ_BASE_HI, 5, 1, mark_depth);
-    t = bind(t, b, r::DB_DEPTH_CLEAR, 1, 1, mark_depth);
+    t = bind(t, b, r::DB_DEPTH_SIZE_XY, 1, 1, RegisterAction::Mark(state_group::DEPTH));
+    t = bind(t, b, r::DB_Z_INFO, 8, 1, RegisterAction::Mark(state_group::DEPTH));
+    t = bind(t, b, r::DB_Z_READ_BASE_HI, 5, 1, RegisterAction::Mark(state_group::DEPTH));
+    t = bind(t, b, r::DB_DEPTH_CLEAR, 1, 1, RegisterAction::Mark(state_group::DEPTH));
     // Which stages run decides which programs a draw binds.
-    t = bind(t, b, r::VGT_SHADER_STAGES_EN, 1, 1, mark_programs);
-    t = bind(t, b, r::VGT_DMA_INDEX_TYPE, 1, 1, mark_index);
-    t = bind(t, b, r::VGT_STRMOUT_BUFFER_SIZE_0, 16, 1, mark_streamout);
+    t = bind(t, b, r::VGT_SHADER_STAGES_EN, 1, 1, RegisterAction::Mark(state_group::PROGRAMS));
+    t = bind(t, b, r::VGT_DMA_INDEX_TYPE, 1, 1, RegisterAction::Mark(state_group::INDEX));
+    t = bind(t, b, r::VGT_STRMOUT_BUFFER_SIZE_0, 16, 1, RegisterAction::Mark(state_group::STREAMOUT));
     t
 }
 
-const fn sh_table() -> [Option<RegisterHandler>; space::SH_SIZE as usize] {
+const fn sh_table() -> [RegisterAction; space::SH_SIZE as usize] {
     let b = space::SH;
-    let mut t: [Option<RegisterHandler>; space::SH_SIZE as usize] = [None; space::SH_SIZE as usize];
+    let mut t: [RegisterAction; space::SH_SIZE as usize] = [RegisterAction::None; space::SH_SIZE as usize];
     // Program address LO/HI pairs of every graphics slot.
-    t = bind(t, b, r::SPI_SHADER_PGM_LO_PS, 2, 1, mark_programs);
-    t = bind(t, b, r::SPI_SHADER_PGM_LO_VS, 2, 1, mark_programs);
-    t = bind(t, b, r::SPI_SHADER_PGM_LO_ES_GS, 2, 1, mark_programs);
-    t = bind(t, b, r::SPI_SHADER_PGM_LO_GS, 2, 1, mark_programs);
-    t = bind(t, b, r::SPI_SHADER_PGM_LO_ES, 2, 1, mark_programs);
-    t = bind(t, b, r::SPI_SHADER_PGM_LO_LS_HS, 2, 1, mark_programs);
-    t = bind(t, b, r::SPI_SHADER_PGM_LO_HS, 2, 1, mark_programs);
-    t = bind(t, b, r::SPI_SHADER_PGM_LO_LS, 2, 1, mark_programs);
-    t = bind(t, b, r::COMPUTE_PGM_LO, 2, 1, mark_compute_program);
+    t = bind(t, b, r::SPI_SHADER_PGM_LO_PS, 2, 1, RegisterAction::Mark(state_group::PROGRAMS));
+    t = bind(t, b, r::SPI_SHADER_PGM_LO_VS, 2, 1, RegisterAction::Mark(state_group::PROGRAMS));
+    t = bind(t, b, r::SPI_SHADER_PGM_LO_ES_GS, 2, 1, RegisterAction::Mark(state_group::PROGRAMS));
+    t = bind(t, b, r::SPI_SHADER_PGM_LO_GS, 2, 1, RegisterAction::Mark(state_group::PROGRAMS));
+    t = bind(t, b, r::SPI_SHADER_PGM_LO_ES, 2, 1, RegisterAction::Mark(state_group::PROGRAMS));
+    t = bind(t, b, r::SPI_SHADER_PGM_LO_LS_HS, 2, 1, RegisterAction::Mark(state_group::PROGRAMS));
+    t = bind(t, b, r::SPI_SHADER_PGM_LO_HS, 2, 1, RegisterAction::Mark(state_group::PROGRAMS));
+    t = bind(t, b, r::SPI_SHADER_PGM_LO_LS, 2, 1, RegisterAction::Mark(state_group::PROGRAMS));
+    t = bind(t, b, r::COMPUTE_PGM_LO, 2, 1, RegisterAction::Mark(state_group::COMPUTE_PROGRAM));
     // User data: 32 per graphics stage, 16 for compute.
-    t = bind(t, b, r::SPI_SHADER_USER_DATA_PS_0, 32, 1, mark_user_data);
-    t = bind(t, b, r::SPI_SHADER_USER_DATA_VS_0, 32, 1, mark_user_data);
-    t = bind(t, b, r::SPI_SHADER_USER_DATA_GS_0, 32, 1, mark_user_data);
-    t = bind(t, b, r::SPI_SHADER_USER_DATA_HS_0, 32, 1, mark_user_data);
-    t = bind(t, b, r::COMPUTE_USER_DATA_0, 16, 1, mark_user_data);
+    t = bind(t, b, r::SPI_SHADER_USER_DATA_PS_0, 32, 1, RegisterAction::Mark(state_group::USER_DATA));
+    t = bind(t, b, r::SPI_SHADER_USER_DATA_VS_0, 32, 1, RegisterAction::Mark(state_group::USER_DATA));
+    t = bind(t, b, r::SPI_SHADER_USER_DATA_GS_0, 32, 1, RegisterAction::Mark(state_group::USER_DATA));
+    t = bind(t, b, r::SPI_SHADER_USER_DATA_HS_0, 32, 1, RegisterAction::Mark(state_group::USER_DATA));
+    t = bind(t, b, r::COMPUTE_USER_DATA_0, 16, 1, RegisterAction::Mark(state_group::USER_DATA));
     t
 }
 
-const fn uconfig_table() -> [Option<RegisterHandler>; space::UCONFIG_SIZE as usize] {
+const fn uconfig_table() -> [RegisterAction; space::UCONFIG_SIZE as usize] {
     let b = space::UCONFIG;
-    let mut t: [Option<RegisterHandler>; space::UCONFIG_SIZE as usize] = [None; space::UCONFIG_SIZE as usize];
-    t = bind(t, b, r::VGT_PRIMITIVE_TYPE, 1, 1, mark_primitive);
-    t = bind(t, b, r::VGT_INDEX_TYPE, 1, 1, mark_index);
-    t = bind(t, b, r::VGT_NUM_INSTANCES, 1, 1, mark_instances);
+    let mut t: [RegisterAction; space::UCONFIG_SIZE as usize] = [RegisterAction::None; space::UCONFIG_SIZE as usize];
+    t = bind(t, b, r::VGT_PRIMITIVE_TYPE, 1, 1, RegisterAction::Mark(state_group::PRIMITIVE));
+    t = bind(t, b, r::VGT_INDEX_TYPE, 1, 1, RegisterAction::Mark(state_group::INDEX));
+    t = bind(t, b, r::VGT_NUM_INSTANCES, 1, 1, RegisterAction::Mark(state_group::INSTANCES));
     t
 }
 
-/// Context register (0xA000 + i) → handler.
-pub static CONTEXT_REGISTER_HANDLERS: [Option<RegisterHandler>; space::CONTEXT_SIZE as usize] = context_table();
-/// SH register (0x2C00 + i) → handler.
-pub static SH_REGISTER_HANDLERS: [Option<RegisterHandler>; space::SH_SIZE as usize] = sh_table();
-/// Uconfig register (0xC000 + i) → handler.
-pub static UCONFIG_REGISTER_HANDLERS: [Option<RegisterHandler>; space::UCONFIG_SIZE as usize] = uconfig_table();
+/// Context register (0xA000 + i) → action.
+pub static CONTEXT_REGISTER_ACTIONS: [RegisterAction; space::CONTEXT_SIZE as usize] = context_table();
+/// SH register (0x2C00 + i) → action.
+pub static SH_REGISTER_ACTIONS: [RegisterAction; space::SH_SIZE as usize] = sh_table();
+/// Uconfig register (0xC000 + i) → action.
+pub static UCONFIG_REGISTER_ACTIONS: [RegisterAction; space::UCONFIG_SIZE as usize] = uconfig_table();
 
-/// The handler of an absolute register index, if it has one.
+/// The actions of `count` consecutive registers from `first` (absolute),
+/// clamped to the space `first` is in; empty outside the three tables.
 #[inline]
-pub fn register_handler(register: u32) -> Option<RegisterHandler> {
-    let (table, base): (&[Option<RegisterHandler>], u32) = match register {
-        0x2C00..=0x2FFF => (&SH_REGISTER_HANDLERS, space::SH),
-        0xA000..=0xA3FF => (&CONTEXT_REGISTER_HANDLERS, space::CONTEXT),
-        0xC000..=0xFFFF => (&UCONFIG_REGISTER_HANDLERS, space::UCONFIG),
-        _ => return None,
+pub fn register_actions(first: u32, count: usize) -> &'static [RegisterAction] {
+    let (table, base): (&'static [RegisterAction], u32) = match first {
+        0x2C00..=0x2FFF => (&SH_REGISTER_ACTIONS, space::SH),
+        0xA000..=0xA3FF => (&CONTEXT_REGISTER_ACTIONS, space::CONTEXT),
+        0xC000..=0xFFFF => (&UCONFIG_REGISTER_ACTIONS, space::UCONFIG),
+        _ => return &[],
     };
-    table.get((register - base) as usize).copied().flatten()
+    let start = (first - base) as usize;
+    let end = start.saturating_add(count).min(table.len());
+    table.get(start..end).unwrap_or(&[])
+}
+
+/// The action of an absolute register index.
+#[inline]
+pub fn register_action(register: u32) -> RegisterAction {
+    register_actions(register, 1).first().copied().unwrap_or(RegisterAction::None)
 }

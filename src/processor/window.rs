@@ -62,6 +62,12 @@ impl PrefetchWindow {
         Ok(0)
     }
 
+    /// True when `start..start + need` (as returned by `ensure`) is held.
+    #[inline]
+    pub(crate) fn holds(&self, start: usize, need: u32) -> bool {
+        start.saturating_add(need as usize) <= self.len
+    }
+
     /// The dwords `ensure` made available.
     #[inline]
     pub(crate) fn slice(&self, start: usize, need: u32) -> &[u32] {

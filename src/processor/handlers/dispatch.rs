@@ -33,7 +33,7 @@ fn run(ctx: &mut Ctx<'_>, dims: [u32; 3], initiator: u32, indirect_args: Option<
     let dispatch = Dispatch {
         queue: state.queue,
         opcode: ctx.opcode,
-        location: ctx.location,
+        location: *ctx.location,
         dims,
         start: view.compute_start(),
         threads_per_group: view.threads_per_group(),

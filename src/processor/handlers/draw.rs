@@ -68,7 +68,7 @@ fn emit(ctx: &mut Ctx<'_>, a: DrawArgs) {
     let draw = Draw {
         queue: state.queue,
         opcode: ctx.opcode,
-        location: ctx.location,
+        location: *ctx.location,
         count: a.count,
         instance_count: a.instance_count,
         first: a.first,
@@ -110,7 +110,7 @@ fn write_loc(ctx: &mut Ctx<'_>, loc: u32, value: u32) {
 fn charge(ctx: &mut Ctx<'_>) -> Result<(), Pm4Error> {
     ctx.exec.packets += 1;
     if ctx.exec.packets > ctx.state.config.work_budget {
-        return Err(Pm4Error::WorkBudgetExhausted { location: ctx.location, budget: ctx.state.config.work_budget });
+        return Err(Pm4Error::WorkBudgetExhausted { location: *ctx.location, budget: ctx.state.config.work_budget });
     }
     Ok(())
 }

@@ -49,7 +49,7 @@ pub(crate) fn event_write(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4
         queue: ctx.state.queue,
         event_type: e.event_type,
         event_index: e.event_index,
-        location: ctx.location,
+        location: *ctx.location,
     });
     Ok(Flow::Continue)
 }

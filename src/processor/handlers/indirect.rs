@@ -19,7 +19,7 @@ fn enter(ctx: &mut Ctx<'_>, address: u64, size_dw: u32, chain: bool) -> Result<F
     }
     if !ctx.exec.push(address, size_dw) {
         return Err(Pm4Error::IbStackOverflow {
-            location: ctx.location,
+            location: *ctx.location,
             target: address,
             depth: ctx.exec.depth() + 1,
             limit: ctx.exec.max_depth(),

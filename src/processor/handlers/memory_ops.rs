@@ -14,7 +14,7 @@ fn report_not_emulated(ctx: &mut Ctx<'_>, what: &str) {
     if let Some(slot) = ctx.state.stats.not_emulated.get_mut(ctx.opcode.0 as usize) {
         *slot += 1;
     }
-    ctx.backend.not_emulated(&NotEmulated { queue: ctx.state.queue, opcode: ctx.opcode, location: ctx.location });
+    ctx.backend.not_emulated(&NotEmulated { queue: ctx.state.queue, opcode: ctx.opcode, location: *ctx.location });
 }
 
 pub(crate) fn write_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {

@@ -102,7 +102,7 @@ fn console_marker(ctx: &mut Ctx<'_>, p: &Packet<'_>, first: u32) -> Result<(), P
             if let Some((address, value)) = label {
                 ctx.write_u32(address, value as u32)?;
             }
-            ctx.backend.flip(&Flip { queue, kind: id, label, location: ctx.location });
+            ctx.backend.flip(&Flip { queue, kind: id, label, location: *ctx.location });
         }
         _ => ctx.backend.marker(queue, &Marker::Hint(id)),
     }
@@ -148,7 +148,7 @@ fn host_command(ctx: &mut Ctx<'_>, p: &Packet<'_>, first: u32) -> Result<(), Pm4
             if let Some((address, value)) = label {
                 ctx.write_u32(address, value as u32)?;
             }
-            ctx.backend.flip(&Flip { queue, kind: u32::from(code), label, location: ctx.location });
+            ctx.backend.flip(&Flip { queue, kind: u32::from(code), label, location: *ctx.location });
         }
         HostCommand::PushMarker => {
             let mut buf = [0u8; 256];

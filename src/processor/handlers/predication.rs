@@ -72,7 +72,7 @@ fn skip(ctx: &mut Ctx<'_>, skip_dw: u32) -> Result<Flow, Pm4Error> {
     let remaining = ctx.exec.top().map_or(0, |c| c.remaining_dw());
     if skip_dw > remaining {
         return Err(Pm4Error::SkipPastEnd {
-            location: ctx.location,
+            location: *ctx.location,
             opcode: ctx.opcode,
             skip_dw,
             remaining_dw: remaining,

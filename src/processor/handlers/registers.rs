@@ -5,10 +5,10 @@
 
 use crate::memory::address_from_dwords;
 use crate::memory::GuestMemory;
-use crate::packet::body::{LoadRegistersIndex, SetRegisters};
+use crate::packet::body::LoadRegistersIndex;
 use crate::packet::{Opcode, Packet};
 use crate::processor::context::{write_register, Ctx, Flow};
-use crate::processor::{Pm4Error, ProcessorState};
+use crate::processor::{tables, Pm4Error, ProcessorState};
 use crate::regs::space;
 
 /// `(space base, space size)` of the space an opcode writes.
@@ -28,27 +28,45 @@ fn space_of(opcode: Opcode) -> (u32, u32) {
 
 /// Writes `values` to consecutive registers of a space from `offset`;
 /// values that would run past the space's end are dropped and logged.
-fn write_run(state: &mut ProcessorState, base: u32, size: u32, offset: u32, values: &[u32]) {
-    for (i, value) in values.iter().enumerate() {
-        let relative = offset.saturating_add(i as u32);
-        if relative >= size {
-            tracing::warn!(
-                queue = %state.queue,
-                "register run from {:#x} leaves its space after {i} of {} values",
-                base + offset,
-                values.len()
-            );
-            return;
+pub(crate) fn write_run(state: &mut ProcessorState, base: u32, size: u32, offset: u32, values: &[u32]) {
+    let available = size.saturating_sub(offset) as usize;
+    let values = if values.len() > available {
+        tracing::warn!(
+            queue = %state.queue,
+            "register run from {:#x} leaves its space after {available} of {} values",
+            base + offset,
+            values.len()
+        );
+        values.get(..available).unwrap_or(&[])
+    } else {
+        values
+    };
+    let first = base + offset;
+    let actions = tables::register_actions(first, values.len());
+    let mut marks = 0;
+    let mut calls = false;
+    for ((slot, value), action) in state
+        .regs
+        .range_mut(first, values.len() as u32)
+        .iter_mut()
+        .zip(values)
+        .zip(actions.iter().chain(std::iter::repeat(&tables::RegisterAction::None)))
+    {
+        *slot = *value;
+        match action {
+            tables::RegisterAction::None => {}
+            tables::RegisterAction::Mark(groups) => marks |= groups,
+            tables::RegisterAction::Call(_) => calls = true,
         }
-        write_register(state, base + relative, *value);
     }
-}
-
-pub(crate) fn set_reg(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let set = SetRegisters::decode(p).map_err(|e| ctx.body_err(e))?;
-    let (base, size) = space_of(p.opcode());
-    write_run(ctx.state, base, size, set.offset, set.values);
-    Ok(Flow::Continue)
+    state.dirty |= marks;
+    if calls {
+        for (i, (action, value)) in actions.iter().zip(values).enumerate() {
+            if let tables::RegisterAction::Call(handler) = action {
+                handler(state, first + i as u32, *value);
+            }
+        }
+    }
 }
 
 /// LOAD_UCONFIG/SH/CONFIG/CONTEXT_REG: (offset, count) ranges from a memory
