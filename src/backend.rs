@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use crate::memory::{GuestMemory, MemoryError};
-use crate::packet::{Opcode, PacketLocation};
+use crate::packet::{Header, Opcode, PacketLocation};
 use crate::regs::RegisterFile;
 use crate::shader::AgcShader;
 
@@ -262,6 +262,9 @@ pub struct NotEmulated {
 /// Receives everything the processor does besides register and memory writes.
 #[allow(unused_variables)]
 pub trait Backend {
+    /// Every packet decoded (executed or skipped), when
+    /// [`crate::processor::ProcessorConfig::report_packets`] is on.
+    fn packet(&mut self, queue: QueueId, header: Header, location: &PacketLocation) {}
     fn draw(&mut self, draw: &Draw<'_>) {}
     fn dispatch(&mut self, dispatch: &Dispatch<'_>) {}
     fn event(&mut self, event: &Event) {}

@@ -76,6 +76,9 @@ pub struct ProcessorConfig {
     pub host_commands: Vec<(u16, HostCommand)>,
     /// Most unknown-packet reports kept in [`ProcessorStats::unknown_packets`].
     pub max_unknown_reports: usize,
+    /// Calls [`Backend::packet`] for every packet decoded (timelines,
+    /// recorders); off by default: it costs a call per packet.
+    pub report_packets: bool,
 }
 
 impl Default for ProcessorConfig {
@@ -87,6 +90,7 @@ impl Default for ProcessorConfig {
             render_backends: 16,
             host_commands: Vec::new(),
             max_unknown_reports: 64,
+            report_packets: false,
         }
     }
 }
@@ -489,6 +493,7 @@ fn run_stream(
                 set_offset(exec, depth, offset);
                 return Ok(StreamStatus::Yielded);
             }
+            let packet_offset = offset;
             let location = PacketLocation { buffer, buffer_size_dw: size, offset_dw: offset };
             let remaining = size - offset;
             let address = buffer.wrapping_add(u64::from(offset) * 4);
@@ -521,7 +526,7 @@ fn run_stream(
                 let n = length.min(exec.skip_dw);
                 exec.skip_dw -= n;
                 offset += n;
-                count_packet(state, header, n);
+                count_packet(state, env, header, n, buffer, size, packet_offset);
                 state.stats.skipped += 1;
                 continue;
             }
@@ -530,7 +535,7 @@ fn run_stream(
                 PacketType::Type3 => {}
                 PacketType::Type2 => {
                     offset += 1;
-                    count_packet(state, header, 1);
+                    count_packet(state, env, header, 1, buffer, size, packet_offset);
                     continue;
                 }
                 PacketType::Type0 | PacketType::Type1 => {
@@ -543,14 +548,14 @@ fn run_stream(
                     }
                     tracing::debug!(queue = %state.queue, %location, "type-0 packet writes registers from {base:#x}");
                     offset += length;
-                    count_packet(state, header, length);
+                    count_packet(state, env, header, length, buffer, size, packet_offset);
                     continue;
                 }
             }
 
             if header.predicate() && exec.predication.skip {
                 offset += length;
-                count_packet(state, header, length);
+                count_packet(state, env, header, length, buffer, size, packet_offset);
                 state.stats.skipped += 1;
                 continue;
             }
@@ -584,7 +589,7 @@ fn run_stream(
                     }
                 }
                 offset += length;
-                count_packet(state, header, length);
+                count_packet(state, env, header, length, buffer, size, packet_offset);
                 continue;
             }
 
@@ -623,9 +628,9 @@ fn run_stream(
                 window.invalidate();
             }
             match flow {
-                Flow::Continue => count_packet(state, header, length),
+                Flow::Continue => count_packet(state, env, header, length, buffer, size, packet_offset),
                 Flow::RunConstantEngine => {
-                    count_packet(state, header, length);
+                    count_packet(state, env, header, length, buffer, size, packet_offset);
                     return Ok(StreamStatus::RunConstantEngine);
                 }
                 Flow::Suspend(reason) => {
@@ -659,7 +664,19 @@ fn set_offset(exec: &mut Pm4Execution, depth: usize, offset: u32) {
 }
 
 #[inline]
-fn count_packet(state: &mut ProcessorState, header: Header, length: u32) {
+fn count_packet(
+    state: &mut ProcessorState,
+    env: &mut Env<'_>,
+    header: Header,
+    length: u32,
+    buffer: u64,
+    buffer_size_dw: u32,
+    offset_dw: u32,
+) {
+    if state.config.report_packets {
+        let location = PacketLocation { buffer, buffer_size_dw, offset_dw };
+        env.backend.packet(state.queue, header, &location);
+    }
     let stats = &mut state.stats;
     stats.packets += 1;
     stats.dwords += u64::from(length);
