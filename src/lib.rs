@@ -13,6 +13,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod backend;
+pub mod gpu;
 pub mod memory;
 pub mod packet;
 pub mod processor;
