@@ -744,3 +744,23 @@ fn threaded_wait_after_a_host_write_never_sees_the_old_stall() {
     }
     assert_eq!(read32(&gpu, label), 0);
 }
+
+#[test]
+fn interrupts_keep_the_newest_when_the_host_does_not_take_them() {
+    let mut mem = Mem::new();
+    let mut c = Vec::new();
+    for i in 0..5u32 {
+        release_int(&mut c, DATA + 4 * u64::from(i), i, 0x40 + i);
+    }
+    let c = mem.buffer(&c);
+    let gpu = gpu_with(mem, Mode::Deterministic, GpuConfig { interrupt_capacity: 2, ..GpuConfig::default() });
+    let h = submit(&gpu, QueueId::GRAPHICS, c);
+    gpu.run_until_idle().unwrap();
+    let kept = drain_interrupts(&gpu, QueueId::GRAPHICS);
+    let kept: Vec<(u64, u32)> = kept.iter().map(|i| (i.sequence, i.fence.int_ctxid)).collect();
+    assert_eq!(kept, vec![(3, 0x43), (4, 0x44)]);
+    let stats = gpu.stats();
+    assert_eq!((stats.interrupts, stats.interrupts_dropped), (5, 3));
+    assert_eq!(result(&h).unwrap().fences, 5);
+    assert_eq!(gpu.with_backend(|b| b.fences), 5);
+}

@@ -537,7 +537,10 @@ where
     /// Guest memory, between two slices (map regions as a trace declares
     /// them, inspect results). Every suspended queue is re-checked afterwards.
     /// Acts at once, outside the host sequence (not ordered like
-    /// [`Gpu::write_memory`]).
+    /// [`Gpu::write_memory`]): a replayer that must act exactly at a trace
+    /// position (a region, a `SHDR` shader creation with
+    /// [`Gpu::with_shared`]) calls [`Gpu::run_until_stalled`] first, which
+    /// applies the earlier host operations under the WRIT rule.
     pub fn with_memory<R>(&self, f: impl FnOnce(&mut M) -> R) -> R {
         let result = {
             let mut core = self.shared.core.lock();

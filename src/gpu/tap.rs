@@ -2,7 +2,7 @@
 //! noted (so suspended queues are re-checked only when memory they watch may
 //! have changed) and interrupts are copied to per-queue channels.
 
-use crossbeam_channel::{Receiver, Sender, TrySendError};
+use crossbeam_channel::{Receiver, Sender};
 
 use crate::backend::{
     Backend, CacheAction, Dispatch, Draw, Event, Fence, Flip, Marker, NotEmulated, QueueId, SampleKind, UnknownPacket,
@@ -132,7 +132,8 @@ pub struct Interrupt {
     pub fence: Fence,
 }
 
-/// One queue's interrupt channel. The tap keeps a receiver too, so a full
+/// One queue's interrupt channel: unbounded (allocated as it fills) but
+/// kept to `capacity` entries. The tap holds a receiver too, so a full
 /// channel drops its oldest entry instead of blocking the scheduler.
 struct InterruptLine {
     tx: Sender<Interrupt>,
@@ -143,6 +144,7 @@ struct InterruptLine {
 pub(crate) struct Tap<B> {
     pub(crate) inner: B,
     lines: Vec<InterruptLine>,
+    capacity: usize,
     /// The submission whose slice is running.
     pub(crate) current: SubmissionId,
     pub(crate) interrupts: u64,
@@ -156,33 +158,29 @@ impl<B: Backend> Tap<B> {
         let mut lines = Vec::with_capacity(queues);
         let mut receivers = Vec::with_capacity(queues);
         for _ in 0..queues {
-            let (tx, rx) = crossbeam_channel::bounded(capacity.max(1));
+            let (tx, rx) = crossbeam_channel::unbounded();
             receivers.push(rx.clone());
             lines.push(InterruptLine { tx, rx });
         }
-        (Self { inner, lines, current: SubmissionId(0), interrupts: 0, dropped: 0 }, receivers)
+        let capacity = capacity.max(1);
+        (Self { inner, lines, capacity, current: SubmissionId(0), interrupts: 0, dropped: 0 }, receivers)
     }
 
     fn raise(&mut self, fence: &Fence) {
         let Some(line) = self.lines.get(fence.queue.0 as usize) else {
             return;
         };
-        let mut interrupt = Interrupt { sequence: self.interrupts, submission: self.current, fence: *fence };
+        let interrupt = Interrupt { sequence: self.interrupts, submission: self.current, fence: *fence };
         self.interrupts += 1;
-        // Two tries: a full channel loses its oldest entry once.
-        for _ in 0..2 {
-            match line.tx.try_send(interrupt) {
-                Ok(()) => return,
-                Err(TrySendError::Full(back)) => {
-                    interrupt = back;
-                    if line.rx.try_recv().is_ok() {
-                        self.dropped += 1;
-                    }
-                }
-                Err(TrySendError::Disconnected(_)) => return,
+        // The host may take entries meanwhile; it never adds any.
+        while line.tx.len() >= self.capacity {
+            if line.rx.try_recv().is_err() {
+                break;
             }
+            self.dropped += 1;
         }
-        self.dropped += 1;
+        // The tap holds a receiver, so the channel is never disconnected.
+        let _ = line.tx.try_send(interrupt);
     }
 }
 
