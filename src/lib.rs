@@ -13,10 +13,13 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod backend;
+pub mod gpu;
 pub mod import;
+pub mod inspect;
 pub mod memory;
 pub mod packet;
 pub mod processor;
 pub mod regs;
+pub mod replay;
 pub mod shader;
 pub mod trace;

@@ -1,0 +1,151 @@
+//! Costs of the GPU front end: a suspend/resume round trip (a queue waits on
+//! a label, the host writes it, the queue resumes) and scheduling one small
+//! buffer on each of the 57 queues, in deterministic and threaded mode.
+
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use pm4core::backend::{NullBackend, QueueId};
+use pm4core::gpu::{Gpu, GpuConfig, RunStatus};
+use pm4core::memory::{GuestMemory, SparseMemory};
+
+const CMD: u64 = 0x10_0000;
+const DATA: u64 = 0x100_0000;
+
+fn packet(out: &mut Vec<u32>, opcode: u8, body: &[u32]) {
+    out.push(0xC000_0000 | ((body.len() as u32 - 1) << 16) | (u32::from(opcode) << 8));
+    out.extend_from_slice(body);
+}
+
+fn write_data(out: &mut Vec<u32>, address: u64, value: u32) {
+    packet(out, 0x37, &[(5 << 8) | (1 << 20), address as u32, (address >> 32) as u32, value]);
+}
+
+fn wait_eq(out: &mut Vec<u32>, address: u64, value: u32) {
+    packet(out, 0x3C, &[3 | (1 << 4), address as u32, (address >> 32) as u32, value, 0xFFFF_FFFF, 4]);
+}
+
+/// RELEASE_MEM writing 32-bit data, no interrupt.
+fn release(out: &mut Vec<u32>, address: u64, value: u32) {
+    packet(out, 0x49, &[0x28 | (5 << 8), 1 << 29, address as u32, (address >> 32) as u32, value, 0, 0]);
+}
+
+struct Setup {
+    memory: SparseMemory,
+    next: u64,
+}
+
+impl Setup {
+    fn new() -> Self {
+        let mut memory = SparseMemory::new();
+        memory.map_zeroed(CMD, 0x10_0000).unwrap();
+        memory.map_zeroed(DATA, 0x1_0000).unwrap();
+        Self { memory, next: CMD }
+    }
+
+    fn buffer(&mut self, dwords: &[u32]) -> (u64, u32) {
+        let address = self.next;
+        let bytes: Vec<u8> = dwords.iter().flat_map(|d| d.to_le_bytes()).collect();
+        self.memory.write_bytes(address, &bytes).unwrap();
+        self.next = (address + bytes.len() as u64 + 255) & !255;
+        (address, dwords.len() as u32)
+    }
+}
+
+/// A buffer that waits for the label to be 1, then clears it.
+fn round_trip_setup() -> (SparseMemory, (u64, u32)) {
+    let mut s = Setup::new();
+    let mut c = Vec::new();
+    wait_eq(&mut c, DATA, 1);
+    write_data(&mut c, DATA, 0);
+    let buffer = s.buffer(&c);
+    (s.memory, buffer)
+}
+
+/// One small buffer per queue: four writes and a release.
+fn all_queues_setup() -> (SparseMemory, Vec<(u64, u32)>) {
+    let mut s = Setup::new();
+    let buffers = (0..QueueId::COUNT)
+        .map(|q| {
+            let base = DATA + 0x100 + u64::from(q) * 32;
+            let mut c = Vec::new();
+            for i in 0..4 {
+                write_data(&mut c, base + i * 4, q * 16 + i as u32);
+            }
+            release(&mut c, base + 16, q);
+            s.buffer(&c)
+        })
+        .collect();
+    (s.memory, buffers)
+}
+
+fn suspend_resume(c: &mut Criterion) {
+    let mut group = c.benchmark_group("suspend_resume");
+    let label = 1u32.to_le_bytes();
+    let queue = QueueId::compute(0, 0).unwrap();
+
+    let (memory, buffer) = round_trip_setup();
+    let gpu = Gpu::deterministic(memory, NullBackend, GpuConfig::default());
+    group.bench_function("deterministic", |b| {
+        b.iter(|| {
+            let h = gpu.submit(queue, buffer.0, buffer.1).unwrap();
+            assert!(matches!(gpu.run_until_stalled().unwrap(), RunStatus::Stalled(_)));
+            gpu.write_memory(DATA, &label).unwrap();
+            gpu.run_until_idle().unwrap();
+            h.poll()
+        })
+    });
+    drop(gpu);
+
+    let (memory, buffer) = round_trip_setup();
+    let gpu = Gpu::threaded(memory, NullBackend, GpuConfig::default()).unwrap();
+    group.bench_function("threaded", |b| {
+        b.iter(|| {
+            let h = gpu.submit(queue, buffer.0, buffer.1).unwrap();
+            gpu.write_memory(DATA, &label).unwrap();
+            let report = h.wait().unwrap();
+            assert_eq!(report.waits, 1);
+            report
+        })
+    });
+    group.finish();
+}
+
+fn schedule_57_queues(c: &mut Criterion) {
+    let mut group = c.benchmark_group("schedule_57_queues");
+
+    let (memory, buffers) = all_queues_setup();
+    let gpu = Gpu::deterministic(memory, NullBackend, GpuConfig::default());
+    group.bench_function("deterministic", |b| {
+        b.iter(|| {
+            for (q, &(address, size)) in buffers.iter().enumerate() {
+                gpu.submit(QueueId(q as u32), address, size).unwrap();
+            }
+            gpu.run_until_idle().unwrap();
+        })
+    });
+    drop(gpu);
+
+    let (memory, buffers) = all_queues_setup();
+    let gpu = Gpu::threaded(memory, NullBackend, GpuConfig::default()).unwrap();
+    group.bench_function("threaded", |b| {
+        b.iter(|| {
+            let handles: Vec<_> = buffers
+                .iter()
+                .enumerate()
+                .map(|(q, &(address, size))| gpu.submit(QueueId(q as u32), address, size).unwrap())
+                .collect();
+            for h in &handles {
+                h.wait().unwrap();
+            }
+        })
+    });
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(20).warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(2));
+    targets = suspend_resume, schedule_57_queues
+}
+criterion_main!(benches);

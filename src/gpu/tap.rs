@@ -1,0 +1,267 @@
+//! The scheduler's taps on the processors' effects: guest-memory writes are
+//! noted (so suspended queues are re-checked only when memory they watch may
+//! have changed) and interrupts are copied to per-queue channels.
+
+use crossbeam_channel::{Receiver, Sender};
+
+use crate::backend::{
+    Backend, CacheAction, Dispatch, Draw, Event, Fence, Flip, Marker, NotEmulated, QueueId, SampleKind, UnknownPacket,
+};
+use crate::memory::{GuestMemory, MemoryError};
+
+use super::handle::SubmissionId;
+
+/// Most ranges a [`WriteLog`] keeps before it says "anything may have changed".
+const MAX_RANGES: usize = 32;
+
+/// Byte ranges written since the log was last cleared.
+#[derive(Debug, Default)]
+pub(crate) struct WriteLog {
+    ranges: Vec<(u64, u64)>,
+    overflow: bool,
+}
+
+impl WriteLog {
+    pub(crate) fn clear(&mut self) {
+        self.ranges.clear();
+        self.overflow = false;
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ranges.is_empty() && !self.overflow
+    }
+
+    /// Notes a write of `len` bytes at `address`.
+    pub(crate) fn record(&mut self, address: u64, len: u64) {
+        if self.overflow || len == 0 {
+            return;
+        }
+        let end = address.saturating_add(len);
+        if let Some(last) = self.ranges.last_mut() {
+            // Consecutive or overlapping writes (a WRITE_DATA run, a fill) merge.
+            if address <= last.1 && end >= last.0 {
+                *last = (last.0.min(address), last.1.max(end));
+                return;
+            }
+        }
+        if self.ranges.len() >= MAX_RANGES {
+            self.overflow = true;
+            self.ranges.clear();
+        } else {
+            self.ranges.push((address, end));
+        }
+    }
+
+    /// Whether a write may have touched `[start, end)`.
+    pub(crate) fn overlaps(&self, start: u64, end: u64) -> bool {
+        self.overflow || self.ranges.iter().any(|&(a, b)| a < end && b > start)
+    }
+}
+
+/// Guest memory that notes every write in a [`WriteLog`].
+pub(crate) struct Tracked<'a, M: GuestMemory> {
+    pub(crate) inner: &'a mut M,
+    pub(crate) log: &'a mut WriteLog,
+}
+
+impl<M: GuestMemory> GuestMemory for Tracked<'_, M> {
+    #[inline]
+    fn read_bytes(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryError> {
+        self.inner.read_bytes(address, out)
+    }
+
+    #[inline]
+    fn write_bytes(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryError> {
+        self.log.record(address, data.len() as u64);
+        self.inner.write_bytes(address, data)
+    }
+
+    #[inline]
+    fn is_mapped(&self, address: u64, len: u64) -> bool {
+        self.inner.is_mapped(address, len)
+    }
+
+    #[inline]
+    fn read_dwords(&self, address: u64, out: &mut [u32]) -> Result<(), MemoryError> {
+        self.inner.read_dwords(address, out)
+    }
+
+    #[inline]
+    fn read_u32(&self, address: u64) -> Result<u32, MemoryError> {
+        self.inner.read_u32(address)
+    }
+
+    #[inline]
+    fn read_u64(&self, address: u64) -> Result<u64, MemoryError> {
+        self.inner.read_u64(address)
+    }
+
+    #[inline]
+    fn write_u32(&mut self, address: u64, value: u32) -> Result<(), MemoryError> {
+        self.log.record(address, 4);
+        self.inner.write_u32(address, value)
+    }
+
+    #[inline]
+    fn write_u64(&mut self, address: u64, value: u64) -> Result<(), MemoryError> {
+        self.log.record(address, 8);
+        self.inner.write_u64(address, value)
+    }
+
+    fn fill(&mut self, address: u64, len: u64, pattern: u32) -> Result<(), MemoryError> {
+        self.log.record(address, len);
+        self.inner.fill(address, len, pattern)
+    }
+
+    fn copy(&mut self, dst: u64, src: u64, len: u64) -> Result<(), MemoryError> {
+        self.log.record(dst, len);
+        self.inner.copy(dst, src, len)
+    }
+}
+
+/// A release with an interrupt select (RELEASE_MEM, EVENT_WRITE_EOP) as the
+/// host sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interrupt {
+    /// Position among all interrupts of this GPU (every queue), from 0: the
+    /// completion order.
+    pub sequence: u64,
+    /// The submission whose packet raised it.
+    pub submission: SubmissionId,
+    /// The fence, as the backend received it (`fence.queue` is the queue).
+    pub fence: Fence,
+}
+
+/// One queue's interrupt channel: unbounded (allocated as it fills) but
+/// kept to `capacity` entries. The tap holds a receiver too, so a full
+/// channel drops its oldest entry instead of blocking the scheduler.
+struct InterruptLine {
+    tx: Sender<Interrupt>,
+    rx: Receiver<Interrupt>,
+}
+
+/// The user's backend, with fences copied to the interrupt channels.
+pub(crate) struct Tap<B> {
+    pub(crate) inner: B,
+    lines: Vec<InterruptLine>,
+    capacity: usize,
+    /// The submission whose slice is running.
+    pub(crate) current: SubmissionId,
+    pub(crate) interrupts: u64,
+    pub(crate) dropped: u64,
+}
+
+impl<B: Backend> Tap<B> {
+    /// A tap with one channel of `capacity` (at least 1) per queue; returns
+    /// the host's receivers too.
+    pub(crate) fn new(inner: B, queues: usize, capacity: usize) -> (Self, Vec<Receiver<Interrupt>>) {
+        let mut lines = Vec::with_capacity(queues);
+        let mut receivers = Vec::with_capacity(queues);
+        for _ in 0..queues {
+            let (tx, rx) = crossbeam_channel::unbounded();
+            receivers.push(rx.clone());
+            lines.push(InterruptLine { tx, rx });
+        }
+        let capacity = capacity.max(1);
+        (Self { inner, lines, capacity, current: SubmissionId(0), interrupts: 0, dropped: 0 }, receivers)
+    }
+
+    fn raise(&mut self, fence: &Fence) {
+        let Some(line) = self.lines.get(fence.queue.0 as usize) else {
+            return;
+        };
+        let interrupt = Interrupt { sequence: self.interrupts, submission: self.current, fence: *fence };
+        self.interrupts += 1;
+        // The host may take entries meanwhile; it never adds any.
+        while line.tx.len() >= self.capacity {
+            if line.rx.try_recv().is_err() {
+                break;
+            }
+            self.dropped += 1;
+        }
+        // The tap holds a receiver, so the channel is never disconnected.
+        let _ = line.tx.try_send(interrupt);
+    }
+}
+
+impl<B: Backend> Backend for Tap<B> {
+    fn draw(&mut self, draw: &Draw<'_>) {
+        self.inner.draw(draw)
+    }
+
+    fn dispatch(&mut self, dispatch: &Dispatch<'_>) {
+        self.inner.dispatch(dispatch)
+    }
+
+    fn event(&mut self, event: &Event) {
+        self.inner.event(event)
+    }
+
+    fn cache_action(&mut self, queue: QueueId, action: &CacheAction) {
+        self.inner.cache_action(queue, action)
+    }
+
+    fn fence(&mut self, fence: &Fence) {
+        self.inner.fence(fence);
+        if fence.interrupt {
+            self.raise(fence);
+        }
+    }
+
+    fn flip(&mut self, flip: &Flip) {
+        self.inner.flip(flip)
+    }
+
+    fn marker(&mut self, queue: QueueId, marker: &Marker<'_>) {
+        self.inner.marker(queue, marker)
+    }
+
+    fn host_command(&mut self, queue: QueueId, code: u32, payload: &[u32]) {
+        self.inner.host_command(queue, code, payload)
+    }
+
+    fn not_emulated(&mut self, packet: &NotEmulated) {
+        self.inner.not_emulated(packet)
+    }
+
+    fn unknown_packet(&mut self, report: &UnknownPacket) {
+        self.inner.unknown_packet(report)
+    }
+
+    fn gpu_clock(&mut self) -> Option<u64> {
+        self.inner.gpu_clock()
+    }
+
+    fn sample_event(
+        &mut self,
+        queue: QueueId,
+        kind: SampleKind,
+        address: u64,
+        render_backends: u32,
+        memory: &mut dyn GuestMemory,
+    ) -> Result<(), MemoryError> {
+        self.inner.sample_event(queue, kind, address, render_backends, memory)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WriteLog;
+
+    #[test]
+    fn write_log_merges_and_overflows() {
+        let mut log = WriteLog::default();
+        assert!(log.is_empty());
+        log.record(0x100, 4);
+        log.record(0x104, 4);
+        assert!(log.overlaps(0x106, 0x107));
+        assert!(!log.overlaps(0x108, 0x110));
+        assert!(!log.overlaps(0xF0, 0x100));
+        for i in 0..40u64 {
+            log.record(0x1000 + i * 0x100, 4);
+        }
+        assert!(log.overlaps(0, 1));
+        log.clear();
+        assert!(log.is_empty());
+    }
+}

@@ -1,0 +1,529 @@
+//! Trace replay: every chunk of a trace applied in order to a deterministic
+//! [`Gpu`], and a summary of what the command processors did.
+//!
+//! Order of effects, as the trace format says: `MEM `/`ZERO` regions are
+//! mapped where they stand; `WRIT` and `SHDR` take effect after every earlier
+//! submission has run as far as it can (the GPU is run until it is idle or
+//! stalled) and before any later submission starts; `SUBM` queues a
+//! submission. At the end the GPU runs until idle; queues still waiting then
+//! are reported as a stall naming each wait.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use std::sync::Arc;
+
+use crate::backend::{
+    Backend, CacheAction, Dispatch, Draw, Event, Fence, Flip, Marker, NotEmulated, ProgramBinding, ProgramStage,
+    QueueId, RecordingBackend, UnknownPacket,
+};
+use crate::gpu::{Gpu, GpuConfig, GpuError, RunStatus, Submission};
+use crate::memory::{GuestMemory, MemoryError, SparseMemory};
+use crate::packet::{Header, Opcode, PacketLocation, PacketType};
+use crate::regs::db::{self, GpuFamily};
+use crate::shader::AgcShader;
+use crate::trace::{Trace, TraceEvent};
+
+/// A memory range to report after the replay (`--mem ADDR:LEN`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryQuery {
+    /// The text the range was given as; the summary's key.
+    pub label: String,
+    pub address: u64,
+    pub len: u64,
+}
+
+impl MemoryQuery {
+    /// Parses `ADDR:LEN` (each decimal or 0x-hex). LEN is capped at 1 MiB.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let (a, l) = text.split_once(':').ok_or_else(|| format!("memory range '{text}' is not ADDR:LEN"))?;
+        let address = parse_number(a).ok_or_else(|| format!("bad address '{a}' in '{text}'"))?;
+        let len = parse_number(l).ok_or_else(|| format!("bad length '{l}' in '{text}'"))?;
+        if len > 1 << 20 {
+            return Err(format!("memory range '{text}' is longer than 1 MiB"));
+        }
+        Ok(Self { label: text.to_string(), address, len })
+    }
+}
+
+/// A register to report after the replay (`--reg NAME` or `NAME@QUEUE`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegisterQuery {
+    /// The text the register was given as; the summary's key.
+    pub label: String,
+    pub register: u32,
+    pub queue: QueueId,
+}
+
+impl RegisterQuery {
+    /// Parses `NAME`, `NAME@QUEUE` (`gfx`, `compP.Q` or a number) or a
+    /// 0x-hex register index, against the register database of `family`.
+    pub fn parse(text: &str, family: GpuFamily) -> Result<Self, String> {
+        let (name, queue) = match text.split_once('@') {
+            Some((n, q)) => (n, parse_queue(q).ok_or_else(|| format!("bad queue '{q}' in '{text}'"))?),
+            None => (text, QueueId::GRAPHICS),
+        };
+        let register = match db::register_by_name(family, name) {
+            Some(info) => info.offset,
+            None => match parse_number(name) {
+                Some(n) if n < 0x1_0000 => n as u32,
+                _ => return Err(format!("no register named '{name}' in the {family} database")),
+            },
+        };
+        Ok(Self { label: text.to_string(), register, queue })
+    }
+}
+
+/// Parses a queue name: `gfx`, `compP.Q` or a number 0..=56.
+pub fn parse_queue(text: &str) -> Option<QueueId> {
+    if text.eq_ignore_ascii_case("gfx") || text.eq_ignore_ascii_case("graphics") {
+        return Some(QueueId::GRAPHICS);
+    }
+    if let Some(rest) = text.strip_prefix("comp") {
+        let (p, q) = rest.split_once('.')?;
+        return QueueId::compute(p.parse().ok()?, q.parse().ok()?);
+    }
+    let n = u32::try_from(parse_number(text)?).ok()?;
+    (n < QueueId::COUNT).then_some(QueueId(n))
+}
+
+/// Parses a decimal or 0x-hex number.
+pub fn parse_number(text: &str) -> Option<u64> {
+    let t = text.trim().replace('_', "");
+    match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => t.parse().ok(),
+    }
+}
+
+/// What to replay and what to report.
+#[derive(Clone, Debug, Default)]
+pub struct ReplayOptions {
+    pub memory: Vec<MemoryQuery>,
+    pub registers: Vec<RegisterQuery>,
+    /// Build a Chrome/Perfetto trace-event timeline.
+    pub timeline: bool,
+    /// GPU settings (deterministic mode is always used).
+    pub gpu: GpuConfig,
+}
+
+/// Packet counts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct PacketCounts {
+    /// Every packet a processor decoded, executed or skipped.
+    pub total: u64,
+    /// By opcode name (`TYPE0`, `TYPE2` for the other packet types).
+    pub by_opcode: BTreeMap<String, u64>,
+}
+
+/// An error met during the replay.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct ReplayErrorEntry {
+    /// A short, stable kind (`memory`, `deadlock`, `host_write`, `shader`, …).
+    pub kind: String,
+    pub message: String,
+}
+
+/// An unknown packet as the summary reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct UnknownPacketEntry {
+    pub queue: u32,
+    pub address: u64,
+    pub header: u32,
+    pub dump: String,
+}
+
+/// Per-queue counts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct QueueSummary {
+    pub queue: u32,
+    pub name: String,
+    pub submissions: u64,
+    pub packets: u64,
+    pub dwords: u64,
+}
+
+/// What a replay did. Field names are stable: other tools parse them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct ReplaySummary {
+    pub gpu: String,
+    pub submissions: u64,
+    pub packets: PacketCounts,
+    /// Draw packets executed (a multi-draw packet counts once).
+    pub draws: u64,
+    /// Dispatch packets executed.
+    pub dispatches: u64,
+    /// Times a packet made its queue wait.
+    pub waits: u64,
+    /// Releases that retired.
+    pub fences: u64,
+    /// Packets skipped by predication, COND_EXEC or PRED_EXEC.
+    pub skipped: u64,
+    pub not_emulated: BTreeMap<String, u64>,
+    pub unknown_packets: Vec<UnknownPacketEntry>,
+    pub errors: Vec<ReplayErrorEntry>,
+    /// `"ADDR:LEN"` as given → hex of the final bytes.
+    pub memory: BTreeMap<String, String>,
+    /// Register as given → final value.
+    pub registers: BTreeMap<String, u32>,
+    pub queues: Vec<QueueSummary>,
+}
+
+/// A program address some draw or dispatch bound, with its container.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BoundProgram {
+    pub address: u64,
+    /// The first stage it was bound to.
+    pub stage: ProgramStage,
+    /// The registered container, or `None` for raw code.
+    pub container: Option<Arc<AgcShader>>,
+}
+
+/// The result of [`replay`].
+#[derive(Clone, Debug, Default)]
+pub struct ReplayOutcome {
+    pub summary: ReplaySummary,
+    /// Every program address bound at a draw or dispatch, in address order.
+    pub programs: Vec<BoundProgram>,
+    /// The deterministic event log, one line per effect.
+    pub log: Vec<String>,
+    /// Chrome/Perfetto trace-event JSON, when asked for.
+    pub timeline: Option<String>,
+}
+
+impl ReplayOutcome {
+    /// True when the replay met no error.
+    pub fn succeeded(&self) -> bool {
+        self.summary.errors.is_empty()
+    }
+}
+
+/// One packet on the timeline: (global packet clock, queue, opcode or type name).
+type TimelinePacket = (u64, u32, &'static str);
+
+/// The replay's backend: the recording log plus the timeline's packet clock.
+#[derive(Default)]
+struct ReplayBackend {
+    log: RecordingBackend,
+    clock: u64,
+    timeline: Option<Vec<TimelinePacket>>,
+    programs: BTreeMap<u64, BoundProgram>,
+}
+
+impl ReplayBackend {
+    fn bind(&mut self, stage: ProgramStage, binding: &ProgramBinding) {
+        if binding.address != 0 && !self.programs.contains_key(&binding.address) {
+            self.programs.insert(
+                binding.address,
+                BoundProgram { address: binding.address, stage, container: binding.container.clone() },
+            );
+        }
+    }
+}
+
+fn packet_name(header: Header) -> &'static str {
+    match header.packet_type() {
+        PacketType::Type3 => header.opcode().name().unwrap_or("UNKNOWN"),
+        PacketType::Type2 => "TYPE2",
+        PacketType::Type0 | PacketType::Type1 => "TYPE0",
+    }
+}
+
+impl Backend for ReplayBackend {
+    fn packet(&mut self, queue: QueueId, header: Header, _: &PacketLocation) {
+        self.clock += 1;
+        if let Some(t) = &mut self.timeline {
+            t.push((self.clock, queue.0, packet_name(header)));
+        }
+    }
+    fn draw(&mut self, d: &Draw<'_>) {
+        for (stage, binding) in ProgramStage::GRAPHICS.iter().zip(d.programs.iter()) {
+            self.bind(*stage, binding);
+        }
+        self.log.draw(d)
+    }
+    fn dispatch(&mut self, d: &Dispatch<'_>) {
+        self.bind(ProgramStage::Cs, d.program);
+        self.log.dispatch(d)
+    }
+    fn event(&mut self, e: &Event) {
+        self.log.event(e)
+    }
+    fn cache_action(&mut self, q: QueueId, a: &CacheAction) {
+        self.log.cache_action(q, a)
+    }
+    fn fence(&mut self, f: &Fence) {
+        self.log.fence(f)
+    }
+    fn flip(&mut self, f: &Flip) {
+        self.log.flip(f)
+    }
+    fn marker(&mut self, q: QueueId, m: &Marker<'_>) {
+        self.log.marker(q, m)
+    }
+    fn host_command(&mut self, q: QueueId, code: u32, payload: &[u32]) {
+        self.log.host_command(q, code, payload)
+    }
+    fn not_emulated(&mut self, p: &NotEmulated) {
+        self.log.not_emulated(p)
+    }
+    fn unknown_packet(&mut self, r: &UnknownPacket) {
+        self.log.unknown_packet(r)
+    }
+}
+
+fn error(kind: &str, message: impl Into<String>) -> ReplayErrorEntry {
+    ReplayErrorEntry { kind: kind.to_string(), message: message.into() }
+}
+
+fn gpu_error_entry(e: &GpuError) -> ReplayErrorEntry {
+    let kind = match e {
+        GpuError::Processor { source, .. } => source.kind(),
+        GpuError::Deadlock(_) => "deadlock",
+        GpuError::HostWrite { .. } => "host_write",
+        _ => "gpu",
+    };
+    error(kind, e.to_string())
+}
+
+/// Replays `trace` and summarises it. Problems met while replaying are in
+/// the summary's `errors`; the trace itself was validated when it was read.
+pub fn replay(trace: &Trace, options: &ReplayOptions) -> ReplayOutcome {
+    replay_with_progress(trace, options, &mut |_| {})
+}
+
+/// [`replay`], calling `progress(chunks_done)` as it goes through the trace's
+/// events.
+pub fn replay_with_progress(trace: &Trace, options: &ReplayOptions, progress: &mut dyn FnMut(usize)) -> ReplayOutcome {
+    let mut config = options.gpu.clone();
+    config.processor.report_packets = true;
+    let backend = ReplayBackend { timeline: options.timeline.then(Vec::new), ..Default::default() };
+    let gpu = Gpu::deterministic(SparseMemory::new(), backend, config);
+    let mut errors = Vec::new();
+    let mut submissions: Vec<Submission> = Vec::new();
+    let mut per_queue = [0u64; QueueId::COUNT as usize];
+
+    // Runs the GPU as far as it can before a host-side effect.
+    let settle = |gpu: &Gpu<SparseMemory, ReplayBackend>, errors: &mut Vec<ReplayErrorEntry>| {
+        if let Err(e) = gpu.run_until_stalled() {
+            errors.push(gpu_error_entry(&e));
+        }
+    };
+
+    for (done, event) in trace.events().iter().enumerate() {
+        progress(done);
+        match event {
+            TraceEvent::MemRegion { .. } | TraceEvent::ZeroRegion { .. } => {
+                let r = gpu.with_memory(|m| trace.map_region(m, event));
+                if let Err(e) = r {
+                    errors.push(error("memory", format!("chunk {}: mapping failed: {e}", event.chunk())));
+                }
+            }
+            TraceEvent::HostWrite { address, data, .. } => {
+                settle(&gpu, &mut errors);
+                let bytes = trace.bytes_of(data);
+                match gpu.write_memory(*address, bytes) {
+                    Ok(_) => {}
+                    Err(e) => errors.push(gpu_error_entry(&e)),
+                }
+            }
+            TraceEvent::Shader { header_address, code_address, relocated, chunk } => {
+                settle(&gpu, &mut errors);
+                let r = gpu.with_shared(|m, _, s| s.create(m, *header_address, *code_address, *relocated).map(|_| ()));
+                if let Err(e) = r {
+                    errors.push(error("shader", format!("chunk {chunk}: shader at {header_address:#x}: {e}")));
+                }
+            }
+            TraceEvent::Submit { queue, address, size_dw, .. } => {
+                match gpu.submit(QueueId(*queue), *address, *size_dw) {
+                    Ok(s) => submissions.push(s),
+                    Err(e) => errors.push(gpu_error_entry(&e)),
+                }
+                if let Some(n) = per_queue.get_mut(*queue as usize) {
+                    *n += 1;
+                }
+            }
+            TraceEvent::Note { .. } | TraceEvent::Ancillary { .. } => {}
+        }
+    }
+    progress(trace.events().len());
+    match gpu.run_until_stalled() {
+        Ok(RunStatus::Stalled(report)) => errors.push(error("deadlock", report.to_string())),
+        Ok(_) => {}
+        Err(e) => errors.push(gpu_error_entry(&e)),
+    }
+    for s in &submissions {
+        if let Some(Err(e)) = s.poll() {
+            if !matches!(e, GpuError::Deadlock(_) | GpuError::Pending) {
+                errors.push(gpu_error_entry(&e));
+            }
+        }
+    }
+
+    let mut summary = ReplaySummary {
+        gpu: trace.gpu().unwrap_or("gfx10.3").to_string(),
+        submissions: submissions.len() as u64,
+        ..Default::default()
+    };
+    for q in 0..QueueId::COUNT {
+        let queue = QueueId(q);
+        let Ok(stats) = gpu.processor_stats(queue) else { continue };
+        let p = &mut summary.packets;
+        p.total += stats.packets;
+        for (op, n) in stats.by_opcode.iter().enumerate() {
+            if *n > 0 {
+                *p.by_opcode.entry(Opcode(op as u8).to_string()).or_default() += n;
+            }
+        }
+        if stats.type0 > 0 {
+            *p.by_opcode.entry("TYPE0".into()).or_default() += stats.type0;
+        }
+        if stats.type2 > 0 {
+            *p.by_opcode.entry("TYPE2".into()).or_default() += stats.type2;
+        }
+        for (op, n) in stats.not_emulated.iter().enumerate() {
+            if *n > 0 {
+                *summary.not_emulated.entry(Opcode(op as u8).to_string()).or_default() += n;
+            }
+        }
+        summary.draws += stats.draws;
+        summary.dispatches += stats.dispatches;
+        summary.waits += stats.waits;
+        summary.fences += stats.fences;
+        summary.skipped += stats.skipped;
+        for u in &stats.unknown_packets {
+            summary.unknown_packets.push(UnknownPacketEntry {
+                queue: u.queue,
+                address: u.address,
+                header: u.header,
+                dump: u.dump.clone(),
+            });
+        }
+        let submitted = per_queue.get(q as usize).copied().unwrap_or(0);
+        if submitted > 0 || stats.packets > 0 {
+            summary.queues.push(QueueSummary {
+                queue: q,
+                name: queue.to_string(),
+                submissions: submitted,
+                packets: stats.packets,
+                dwords: stats.dwords,
+            });
+        }
+    }
+    for query in &options.memory {
+        let value = gpu.with_memory_ref(|m| {
+            let mut bytes = vec![0u8; query.len as usize];
+            m.read_bytes(query.address, &mut bytes).map(|()| hex::encode(&bytes))
+        });
+        match value {
+            Ok(hex) => {
+                summary.memory.insert(query.label.clone(), hex);
+            }
+            Err(e) => errors.push(error("memory", format!("--mem {}: {e}", query.label))),
+        }
+    }
+    for query in &options.registers {
+        match gpu.with_processor(query.queue, |p| p.registers().get(query.register)) {
+            Ok(v) => {
+                summary.registers.insert(query.label.clone(), v);
+            }
+            Err(e) => errors.push(gpu_error_entry(&e)),
+        }
+    }
+    summary.errors = errors;
+
+    let (log, timeline, programs) =
+        gpu.with_backend(|b| (std::mem::take(&mut b.log.lines), b.timeline.take(), std::mem::take(&mut b.programs)));
+    let timeline = timeline.map(|packets| timeline_json(&packets));
+    ReplayOutcome { summary, programs: programs.into_values().collect(), log, timeline }
+}
+
+/// Chrome/Perfetto trace-event JSON: one process, one thread per queue,
+/// one 1-µs complete event per packet at the global packet clock.
+fn timeline_json(packets: &[TimelinePacket]) -> String {
+    let mut out = String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+    let mut queues: Vec<u32> = packets.iter().map(|p| p.1).collect();
+    queues.sort_unstable();
+    queues.dedup();
+    let mut first = true;
+    for q in &queues {
+        let sep = if first { "" } else { ",\n" };
+        first = false;
+        let _ = write!(
+            out,
+            "{sep}{{\"ph\":\"M\",\"pid\":1,\"tid\":{q},\"name\":\"thread_name\",\"args\":{{\"name\":\"{}\"}}}}",
+            QueueId(*q)
+        );
+    }
+    for (ts, q, name) in packets {
+        let sep = if first { "" } else { ",\n" };
+        first = false;
+        let _ = write!(out, "{sep}{{\"ph\":\"X\",\"pid\":1,\"tid\":{q},\"ts\":{ts},\"dur\":1,\"name\":\"{name}\"}}");
+    }
+    out.push_str("\n]}\n");
+    out
+}
+
+/// Reads memory through any [`GuestMemory`] (helper for tools).
+pub fn read_range(memory: &dyn GuestMemory, address: u64, len: u64) -> Result<Vec<u8>, MemoryError> {
+    let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
+    memory.read_bytes(address, &mut bytes)?;
+    Ok(bytes)
+}
+
+/// The summary as text for people.
+pub fn format_summary(s: &ReplaySummary) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "gpu {}: {} submissions, {} packets", s.gpu, s.submissions, s.packets.total);
+    let _ = writeln!(
+        out,
+        "draws {}  dispatches {}  waits {}  fences {}  skipped {}",
+        s.draws, s.dispatches, s.waits, s.fences, s.skipped
+    );
+    for q in &s.queues {
+        let _ = writeln!(
+            out,
+            "queue {:<8} {:>5} submissions {:>9} packets {:>10} dwords",
+            q.name, q.submissions, q.packets, q.dwords
+        );
+    }
+    let mut by_count: Vec<(&String, &u64)> = s.packets.by_opcode.iter().collect();
+    by_count.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let _ = writeln!(out, "packets by opcode:");
+    for (name, n) in by_count {
+        let _ = writeln!(out, "  {name:<34} {n:>9}");
+    }
+    if s.not_emulated.is_empty() {
+        let _ = writeln!(out, "not emulated: none");
+    } else {
+        let _ = writeln!(out, "not emulated:");
+        for (name, n) in &s.not_emulated {
+            let _ = writeln!(out, "  {name:<34} {n:>9}");
+        }
+    }
+    if s.unknown_packets.is_empty() {
+        let _ = writeln!(out, "unknown packets: none");
+    }
+    for u in &s.unknown_packets {
+        let _ = writeln!(out, "unknown packet {:#010x} on {} at {:#x}:", u.header, QueueId(u.queue), u.address);
+        let _ = write!(out, "{}", u.dump);
+    }
+    for (label, hex) in &s.memory {
+        let _ = writeln!(out, "memory {label}: {hex}");
+    }
+    for (label, value) in &s.registers {
+        let _ = writeln!(out, "register {label} = {value:#010x}");
+    }
+    if s.errors.is_empty() {
+        let _ = writeln!(out, "errors: none");
+    }
+    for e in &s.errors {
+        let _ = writeln!(out, "error ({}): {}", e.kind, e.message);
+    }
+    out
+}
