@@ -19,6 +19,7 @@ pub mod inspect;
 pub mod memory;
 pub mod packet;
 pub mod processor;
+pub mod recorder;
 pub mod regs;
 pub mod replay;
 pub mod shader;
