@@ -108,24 +108,24 @@ impl<M: GuestMemory> Recorder<M> {
             return;
         }
         let mut log = self.log.log.lock();
+        let Log { lines, dwords, .. } = &mut *log;
         let first = address / LINE * LINE;
         let end = address + len;
         let mut line = first;
         while line < end {
-            if !log.lines.contains_key(&line) {
+            if let std::collections::btree_map::Entry::Vacant(slot) = lines.entry(line) {
                 let mut bytes = vec![0u8; LINE as usize];
                 if self.inner.read_bytes(line, &mut bytes).is_ok() {
-                    log.lines.insert(line, bytes);
+                    slot.insert(bytes);
                 } else {
                     // Partly mapped: keep the accessed dwords that are mapped.
-                    let lo = address.max(line) / 4 * 4;
+                    let mut at = address.max(line) / 4 * 4;
                     let hi = end.min(line + LINE);
-                    let mut at = lo;
                     while at < hi {
-                        if !log.dwords.contains_key(&at) {
-                            let mut d = [0u8; 4];
-                            if self.inner.read_bytes(at, &mut d).is_ok() {
-                                log.dwords.insert(at, d);
+                        if let std::collections::btree_map::Entry::Vacant(d) = dwords.entry(at) {
+                            let mut word = [0u8; 4];
+                            if self.inner.read_bytes(at, &mut word).is_ok() {
+                                d.insert(word);
                             }
                         }
                         at += 4;
