@@ -2,7 +2,8 @@
 //!
 //! Tasks:
 //! - `regen`: rewrite `src/regs/generated.rs` from `registers/*.json`;
-//! - `regen --check`: render in memory and fail if the committed file differs.
+//! - `regen --check`: render in memory and fail if the committed file differs;
+//! - `frame`: write the corpus frame source `traces/corpus/frame.pm4`.
 
 use std::process::ExitCode;
 
@@ -57,6 +58,19 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        ["frame"] => {
+            let path = root.join(xtask::FRAME_FILE);
+            match std::fs::write(&path, xtask::frame_source()) {
+                Ok(()) => {
+                    println!("wrote {}", xtask::FRAME_FILE);
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {}: {e}", path.display());
+                    ExitCode::from(2)
+                }
+            }
+        }
         ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
             ExitCode::SUCCESS
