@@ -12,7 +12,9 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+pub mod asm;
 pub mod backend;
+pub mod disasm;
 pub mod gpu;
 pub mod import;
 pub mod inspect;

@@ -1201,3 +1201,76 @@ impl fmt::Display for StrmoutBufferUpdate {
         )
     }
 }
+
+/// INDEX_BASE (0x26): the index buffer address of the indexed draws that
+/// take an offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IndexBase {
+    /// Byte address (2-byte aligned).
+    pub address: u64,
+    /// gfx7 BASE_SELECT, dw1 [31:30].
+    pub base_select: u32,
+}
+
+impl IndexBase {
+    pub fn decode(p: &Packet) -> Result<Self, BodyError> {
+        let hi = p.dw(1)?;
+        Ok(Self { address: address_from_dwords(p.dw(0)?, bits(hi, 0, 15), 1), base_select: bits(hi, 30, 31) })
+    }
+}
+
+impl fmt::Display for IndexBase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "INDEX_BASE={:#x} BASE_SELECT={}", self.address, self.base_select)
+    }
+}
+
+/// CONTEXT_CONTROL (0x28): register shadowing load and shadow enables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContextControl {
+    /// LOAD_CONTROL dword (bit 31: update the load enables).
+    pub load: u32,
+    /// SHADOW_ENABLE dword (bit 31: update the shadow enables).
+    pub shadow: u32,
+}
+
+impl ContextControl {
+    pub fn decode(p: &Packet) -> Result<Self, BodyError> {
+        Ok(Self { load: p.dw(0)?, shadow: p.dw(1)? })
+    }
+}
+
+impl fmt::Display for ContextControl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names = |v: u32| {
+            let mut s = String::new();
+            for (bit, name) in [
+                (0, "GLOBAL_CONFIG"),
+                (1, "PER_CONTEXT_STATE"),
+                (15, "GLOBAL_UCONFIG"),
+                (16, "GFX_SH_REGS"),
+                (24, "CS_SH_REGS"),
+                (28, "CE_RAM"),
+            ] {
+                if (v >> bit) & 1 != 0 {
+                    if !s.is_empty() {
+                        s.push('|');
+                    }
+                    s.push_str(name);
+                }
+            }
+            if s.is_empty() {
+                s.push_str("none");
+            }
+            s
+        };
+        write!(
+            f,
+            "LOAD={} UPDATE_LOAD={} SHADOW={} UPDATE_SHADOW={}",
+            names(self.load),
+            self.load >> 31,
+            names(self.shadow & !(1 << 28)),
+            self.shadow >> 31
+        )
+    }
+}

@@ -1,0 +1,705 @@
+//! The disassembler: a static walk of PM4 command streams.
+//!
+//! A [`Disassembler`] reads either a trace (its memory, and every `SUBM` in
+//! trace order, each walked against the memory as it is at that point of the
+//! sequence: regions mapped and host writes applied so far) or a raw file of
+//! little-endian dwords placed at a base address (walked as one stream).
+//!
+//! The walk is static, as Mesa's IB parser walks: every INDIRECT_BUFFER (and
+//! INDIRECT_BUFFER_CONST) is followed each time it is referenced, one level
+//! deeper; a CHAIN continues at the same level and ends the buffer it sits
+//! in. Headers, lengths and bodies come from [`crate::packet`] (the same
+//! rules and typed decoders the processor executes) and register names,
+//! bitfields and enum names from [`crate::regs::db`].
+//!
+//! The walk never panics and always ends: nesting is limited
+//! ([`DisasmOptions::max_depth`]), a buffer already being walked is not
+//! entered again (cycles), and a packet budget
+//! ([`DisasmOptions::max_packets`]) bounds the total work. Unreadable
+//! memory, truncated packets, unmapped IB targets and cycles are reported as
+//! [`Diagnostic`]s next to the packets, never as errors.
+//!
+//! Outputs:
+//! - [`Disassembler::write_text`]: one line per packet (address, raw dwords
+//!   wrapped onto continuation lines, opcode, decoded fields; register
+//!   writes on their own lines), indented by IB depth;
+//! - [`Disassembler::listing`]: the same as data ([`Listing`], `Serialize`
+//!   with the `serde` feature), with `by_opcode` counts over the whole walk;
+//! - [`Disassembler::write_source`]: assembler source for [`crate::asm`]
+//!   that assembles back into a trace with the same memory and the same
+//!   events (see [`source`]).
+//!
+//! ```
+//! use pm4core::disasm::{DisasmOptions, Disassembler};
+//!
+//! let words: Vec<u8> = [0xC001_7600u32, 0x0000_0008, 0x0000_0100, 0xFFFF_1000]
+//!     .iter()
+//!     .flat_map(|d| d.to_le_bytes())
+//!     .collect();
+//! let dis = Disassembler::for_raw(&words, 0x1000, DisasmOptions::default())?;
+//! let listing = dis.listing();
+//! assert_eq!(listing.by_opcode["SET_SH_REG"], 1);
+//! assert_eq!(listing.by_opcode["NOP"], 1);
+//! assert_eq!(listing.packets[0].fields[0].name, "SPI_SHADER_PGM_LO_PS");
+//! # Ok::<(), pm4core::disasm::DisasmError>(())
+//! ```
+
+mod fields;
+pub mod source;
+
+use std::collections::{BTreeMap, HashSet};
+use std::io;
+
+pub(crate) use fields::register_base;
+pub use fields::{decode_fields, event_name, packet_name, Field};
+
+use crate::memory::{GuestMemory, SparseMemory, ADDRESS_SPACE_END};
+use crate::packet::body::{CondIndirectBuffer, IndirectBuffer};
+use crate::packet::{split_packet, Header, Opcode, Packet, PacketLocation, PacketType, SplitError};
+use crate::regs::db::GpuFamily;
+use crate::trace::{Trace, TraceEvent};
+
+/// The deepest IB nesting any walk follows.
+pub const MAX_DEPTH: u32 = 64;
+
+/// How the disassembler walks and prints.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DisasmOptions {
+    /// Register database for names and bitfields; `None` takes the trace's
+    /// `INFO gpu` when it names a known family, else gfx10.3.
+    pub family: Option<GpuFamily>,
+    /// Follow INDIRECT_BUFFER / INDIRECT_BUFFER_CONST packets.
+    pub follow_ibs: bool,
+    /// Deepest IB nesting followed (the submitted buffer is depth 0; at
+    /// most [`MAX_DEPTH`] whatever this says).
+    pub max_depth: u32,
+    /// Packets walked in total before the walk stops.
+    pub max_packets: u64,
+    /// Raw dwords per text line; longer packets wrap onto continuation lines.
+    pub dwords_per_line: usize,
+}
+
+impl Default for DisasmOptions {
+    fn default() -> Self {
+        DisasmOptions { family: None, follow_ibs: true, max_depth: 16, max_packets: 4_000_000, dwords_per_line: 8 }
+    }
+}
+
+/// Why a [`Disassembler`] could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DisasmError {
+    /// A raw file's base address is not dword aligned.
+    #[error("base address {0:#x} is not 4-byte aligned")]
+    Misaligned(u64),
+    /// A raw file does not fit below the end of the 48-bit address space.
+    #[error("{len} bytes at {base:#x} run past the 48-bit address space")]
+    OutOfRange { base: u64, len: u64 },
+}
+
+/// One submitted command buffer (a `SUBM`, or the whole raw file).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Submission {
+    /// Index among the walk's submissions, in trace order.
+    pub index: usize,
+    /// Queue: 0 graphics, 1..=56 compute.
+    pub queue: u32,
+    /// Address of the first dword.
+    pub address: u64,
+    /// Size in dwords.
+    pub size_dw: u32,
+}
+
+/// One packet of the walk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct PacketRecord {
+    /// Address of the header dword.
+    pub address: u64,
+    /// IB nesting depth (0 = the submitted buffer).
+    pub depth: u32,
+    /// Index of the submission being walked.
+    pub submission: usize,
+    /// Queue of that submission.
+    pub queue: u32,
+    /// The packet's dwords, header first (only those inside the buffer for a
+    /// truncated packet); hex strings in JSON.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "hex_dwords"))]
+    pub dwords: Vec<u32>,
+    /// Opcode name (`SET_SH_REG`, `UNKNOWN_0x01`) or `TYPE0`/`TYPE1`/`TYPE2`.
+    pub opcode: String,
+    /// Header PREDICATE bit (type 3).
+    pub predicate: bool,
+    /// Header SHADER_TYPE bit (type 3): compute.
+    pub compute: bool,
+    /// Decoded fields, in order.
+    pub fields: Vec<Field>,
+    /// What is wrong with the packet (truncated, unreadable body, body too
+    /// short for its layout), if anything.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub problem: Option<String>,
+}
+
+#[cfg(feature = "serde")]
+#[allow(clippy::ptr_arg)]
+fn hex_dwords<S: serde::Serializer>(dwords: &Vec<u32>, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(dwords.iter().map(|d| format!("{d:08x}")))
+}
+
+/// Something the walk met that is not a packet: an unmapped IB target, a
+/// cycle, the nesting limit, the packet budget, unreadable memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Diagnostic {
+    /// The address concerned (a packet, or an IB target).
+    pub address: u64,
+    /// Depth of the buffer being walked.
+    pub depth: u32,
+    /// Submission being walked, if any.
+    pub submission: Option<usize>,
+    /// What happened.
+    pub message: String,
+}
+
+/// One step of a walk, in order.
+#[derive(Clone, Copy, Debug)]
+pub enum WalkEvent<'a> {
+    /// A submission starts.
+    Submission(&'a Submission),
+    /// A packet.
+    Packet(&'a PacketRecord),
+    /// A diagnostic.
+    Diagnostic(&'a Diagnostic),
+}
+
+/// Totals of a walk.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct WalkSummary {
+    /// Packets per opcode name (`NOP` includes the one-dword pads, `TYPE2`
+    /// the type-2 fillers), over the whole static walk.
+    pub by_opcode: BTreeMap<String, u64>,
+    /// Packets walked.
+    pub packets: u64,
+    /// Submissions walked.
+    pub submissions: usize,
+    /// Diagnostics reported.
+    pub diagnostics: usize,
+    /// False when the packet budget stopped the walk.
+    pub complete: bool,
+}
+
+/// A whole walk as data (the `--json` output).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Listing {
+    /// Register database used (`gfx10.3`, `gfx7`).
+    pub gpu: String,
+    /// Every submission walked.
+    pub submissions: Vec<Submission>,
+    /// Every packet, in walk order.
+    pub packets: Vec<PacketRecord>,
+    /// Every diagnostic, in walk order.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Packets per opcode name over the whole walk.
+    pub by_opcode: BTreeMap<String, u64>,
+    /// False when the packet budget stopped the walk.
+    pub complete: bool,
+}
+
+impl Listing {
+    /// The listing as pretty-printed JSON.
+    #[cfg(feature = "cli")]
+    pub fn to_json(&self) -> Result<String, serde_json::Error> {
+        serde_json::to_string_pretty(self)
+    }
+}
+
+enum Input<'a> {
+    Trace(&'a Trace),
+    Raw { memory: SparseMemory, base: u64, size_dw: u32, tail: &'a [u8], bytes: &'a [u8] },
+}
+
+/// A disassembler over a trace or a raw dword file.
+pub struct Disassembler<'a> {
+    input: Input<'a>,
+    options: DisasmOptions,
+    family: GpuFamily,
+}
+
+impl<'a> Disassembler<'a> {
+    /// Walks every submission of `trace`, in trace order.
+    pub fn for_trace(trace: &'a Trace, options: DisasmOptions) -> Self {
+        let family = options.family.or_else(|| trace.gpu().and_then(|g| g.parse().ok())).unwrap_or(GpuFamily::Gfx103);
+        Disassembler { input: Input::Trace(trace), options, family }
+    }
+
+    /// Walks `bytes` (little-endian dwords; 1 to 3 trailing bytes are not
+    /// walked) placed at `base` as one graphics-queue stream.
+    pub fn for_raw(bytes: &'a [u8], base: u64, options: DisasmOptions) -> Result<Self, DisasmError> {
+        if base % 4 != 0 {
+            return Err(DisasmError::Misaligned(base));
+        }
+        let len = bytes.len() as u64;
+        if base.checked_add(len).is_none_or(|end| end > ADDRESS_SPACE_END) {
+            return Err(DisasmError::OutOfRange { base, len });
+        }
+        let whole = bytes.len() / 4 * 4;
+        let (body, tail) = bytes.split_at(whole);
+        let mut memory = SparseMemory::new();
+        memory.map_bytes(base, body).map_err(|_| DisasmError::OutOfRange { base, len })?;
+        let size_dw = u32::try_from(whole / 4).unwrap_or(u32::MAX);
+        let family = options.family.unwrap_or(GpuFamily::Gfx103);
+        Ok(Disassembler { input: Input::Raw { memory, base, size_dw, tail, bytes }, options, family })
+    }
+
+    /// The register database in use.
+    pub fn family(&self) -> GpuFamily {
+        self.family
+    }
+
+    /// The options.
+    pub fn options(&self) -> &DisasmOptions {
+        &self.options
+    }
+
+    /// Walks everything, handing each step to `sink`, and returns the totals.
+    pub fn walk(&self, sink: &mut dyn FnMut(WalkEvent<'_>)) -> WalkSummary {
+        self.run(true, sink)
+    }
+
+    /// The addresses of every packet the walk meets (each once).
+    pub fn packet_addresses(&self) -> HashSet<u64> {
+        let mut set = HashSet::new();
+        self.run(false, &mut |event| {
+            if let WalkEvent::Packet(p) = event {
+                set.insert(p.address);
+            }
+        });
+        set
+    }
+
+    /// The opcode counts of the whole static walk.
+    pub fn by_opcode(&self) -> BTreeMap<String, u64> {
+        self.run(false, &mut |_| {}).by_opcode
+    }
+
+    /// The whole walk as data.
+    pub fn listing(&self) -> Listing {
+        let mut listing = Listing { gpu: self.family.to_string(), ..Listing::default() };
+        let summary = self.walk(&mut |event| match event {
+            WalkEvent::Submission(s) => listing.submissions.push(s.clone()),
+            WalkEvent::Packet(p) => listing.packets.push(p.clone()),
+            WalkEvent::Diagnostic(d) => listing.diagnostics.push(d.clone()),
+        });
+        listing.by_opcode = summary.by_opcode;
+        listing.complete = summary.complete;
+        listing
+    }
+
+    /// Writes the text listing: a comment line per submission, then one
+    /// line per packet (see the module docs), and diagnostics as `!` lines.
+    pub fn write_text(&self, out: &mut dyn io::Write) -> io::Result<WalkSummary> {
+        let per_line = self.options.dwords_per_line.max(1);
+        let mut result = Ok(());
+        let summary = self.walk(&mut |event| {
+            if result.is_ok() {
+                result = write_event(out, event, per_line);
+            }
+        });
+        result.map(|()| summary)
+    }
+
+    /// Writes `by_opcode` counts, one `NAME count` line each, as comments.
+    pub fn write_summary(summary: &WalkSummary, out: &mut dyn io::Write) -> io::Result<()> {
+        writeln!(
+            out,
+            "; {} packets in {} submissions, {} diagnostics{}",
+            summary.packets,
+            summary.submissions,
+            summary.diagnostics,
+            if summary.complete { "" } else { " (walk stopped by the packet budget)" }
+        )?;
+        for (name, count) in &summary.by_opcode {
+            writeln!(out, ";   {name:<32} {count}")?;
+        }
+        Ok(())
+    }
+
+    /// Writes assembler source that [`crate::asm::assemble`] turns back into
+    /// a trace with the same memory and events (see [`source`]).
+    pub fn write_source(&self, out: &mut dyn io::Write) -> io::Result<()> {
+        source::write_source(self, out)
+    }
+
+    fn run(&self, decode: bool, sink: &mut dyn FnMut(WalkEvent<'_>)) -> WalkSummary {
+        let mut walker = Walker {
+            family: self.family,
+            options: &self.options,
+            decode,
+            remaining: self.options.max_packets,
+            exhausted: false,
+            submission: None,
+            queue: 0,
+            stack: Vec::new(),
+            summary: WalkSummary { complete: true, ..WalkSummary::default() },
+            sink,
+        };
+        match &self.input {
+            Input::Trace(trace) => {
+                let mut memory = SparseMemory::new();
+                for event in trace.events() {
+                    match *event {
+                        TraceEvent::MemRegion { address, .. } | TraceEvent::ZeroRegion { address, .. } => {
+                            if let Err(e) = trace.map_region(&mut memory, event) {
+                                walker.diagnostic(address, 0, format!("region not mapped: {e}"));
+                            }
+                        }
+                        TraceEvent::HostWrite { address, .. } => {
+                            if let Err(e) = trace.apply_host_write(&mut memory, event) {
+                                walker.diagnostic(address, 0, format!("host write not applied: {e}"));
+                            }
+                        }
+                        TraceEvent::Submit { queue, address, size_dw, .. } => {
+                            walker.submit(&memory, queue, address, size_dw);
+                        }
+                        _ => {}
+                    }
+                    if walker.exhausted {
+                        break;
+                    }
+                }
+            }
+            Input::Raw { memory, base, size_dw, tail, .. } => {
+                walker.submit(memory, 0, *base, *size_dw);
+                if !tail.is_empty() {
+                    let end = base.wrapping_add(u64::from(*size_dw) * 4);
+                    walker.diagnostic(end, 0, format!("{} trailing bytes (less than a dword) not walked", tail.len()));
+                }
+            }
+        }
+        walker.summary
+    }
+
+    /// The raw input's bytes and base, if this disassembler reads a raw file.
+    pub(crate) fn raw_input(&self) -> Option<(&'a [u8], u64)> {
+        match &self.input {
+            Input::Raw { bytes, base, .. } => Some((bytes, *base)),
+            Input::Trace(_) => None,
+        }
+    }
+
+    /// The trace, if this disassembler reads one.
+    pub(crate) fn trace(&self) -> Option<&'a Trace> {
+        match &self.input {
+            Input::Trace(trace) => Some(trace),
+            Input::Raw { .. } => None,
+        }
+    }
+}
+
+struct Walker<'w, 's> {
+    family: GpuFamily,
+    options: &'w DisasmOptions,
+    decode: bool,
+    remaining: u64,
+    exhausted: bool,
+    submission: Option<usize>,
+    queue: u32,
+    /// Buffers being walked (cycle detection).
+    stack: Vec<u64>,
+    summary: WalkSummary,
+    sink: &'s mut dyn FnMut(WalkEvent<'_>),
+}
+
+/// What a packet asks the walk to follow.
+enum Follow {
+    None,
+    Calls(Vec<(u64, u32)>),
+    Chain(u64, u32),
+}
+
+impl Walker<'_, '_> {
+    fn diagnostic(&mut self, address: u64, depth: u32, message: String) {
+        self.summary.diagnostics += 1;
+        let d = Diagnostic { address, depth, submission: self.submission, message };
+        (self.sink)(WalkEvent::Diagnostic(&d));
+    }
+
+    fn submit(&mut self, memory: &dyn GuestMemory, queue: u32, address: u64, size_dw: u32) {
+        let index = self.summary.submissions;
+        self.summary.submissions += 1;
+        self.submission = Some(index);
+        self.queue = queue;
+        let s = Submission { index, queue, address, size_dw };
+        (self.sink)(WalkEvent::Submission(&s));
+        self.walk_level(memory, address, size_dw, 0);
+    }
+
+    /// Walks a buffer and whatever it chains to, at one depth.
+    fn walk_level(&mut self, memory: &dyn GuestMemory, mut address: u64, mut size_dw: u32, depth: u32) {
+        let mut hops: HashSet<u64> = HashSet::new();
+        loop {
+            self.stack.push(address);
+            let next = self.walk_buffer(memory, address, size_dw, depth);
+            self.stack.pop();
+            hops.insert(address);
+            let Some((target, size)) = next else { break };
+            if hops.contains(&target) || self.stack.contains(&target) {
+                self.diagnostic(target, depth, format!("CHAIN to {target:#x} closes a cycle; not followed"));
+                break;
+            }
+            if !memory.is_mapped(target, 4) {
+                self.diagnostic(target, depth, format!("CHAIN target {target:#x} ({size} dwords) is unmapped"));
+                break;
+            }
+            address = target;
+            size_dw = size;
+        }
+    }
+
+    /// Walks one buffer; returns the CHAIN target that ends it, if any.
+    fn walk_buffer(&mut self, memory: &dyn GuestMemory, base: u64, size_dw: u32, depth: u32) -> Option<(u64, u32)> {
+        let mut offset: u32 = 0;
+        while offset < size_dw {
+            if self.remaining == 0 {
+                if !self.exhausted {
+                    self.exhausted = true;
+                    self.summary.complete = false;
+                    let budget = self.options.max_packets;
+                    self.diagnostic(base, depth, format!("packet budget of {budget} exhausted; walk stopped"));
+                }
+                return None;
+            }
+            let address = base.wrapping_add(u64::from(offset) * 4);
+            let header = match memory.read_u32(address) {
+                Ok(h) => h,
+                Err(e) => {
+                    self.diagnostic(address, depth, format!("cannot read a packet header: {e}"));
+                    return None;
+                }
+            };
+            let full_len = Header(header).length_dw().unwrap_or(1);
+            let available = size_dw - offset;
+            let take = full_len.min(available).max(1) as usize;
+            let mut dwords = vec![0u32; take];
+            let mut problem = None;
+            if let Some(first) = dwords.first_mut() {
+                *first = header;
+            }
+            if take > 1 {
+                if let Some(rest) = dwords.get_mut(1..) {
+                    if let Err(e) = memory.read_dwords(address.wrapping_add(4), rest) {
+                        problem = Some(format!("body unreadable: {e}"));
+                        dwords.truncate(1);
+                    }
+                }
+            }
+            let location = PacketLocation { buffer: base, buffer_size_dw: size_dw, offset_dw: offset };
+            let follow = match split_packet(&dwords) {
+                Ok((h, body, _)) if problem.is_none() => {
+                    follows(&Packet { header: h, body, location }, self.options.follow_ibs)
+                }
+                Ok(_) => Follow::None,
+                Err(SplitError::Overrun { length_dw, available_dw, .. }) => {
+                    problem.get_or_insert_with(|| {
+                        format!("truncated: the packet needs {length_dw} dwords, the buffer has {available_dw} left")
+                    });
+                    Follow::None
+                }
+                Err(SplitError::Type1 { .. }) => {
+                    problem = Some("type-1 header (not defined for gfx7/gfx10.3 streams)".to_owned());
+                    Follow::None
+                }
+                Err(SplitError::Empty) => Follow::None,
+            };
+            self.remaining -= 1;
+            self.emit_packet(address, depth, &dwords, location, problem.clone());
+            if problem.is_some() && full_len > available {
+                return None;
+            }
+            if problem.is_some() && dwords.len() == 1 && full_len > 1 {
+                return None;
+            }
+            offset = offset.saturating_add(full_len);
+            match follow {
+                Follow::None => {}
+                Follow::Calls(targets) => {
+                    for (target, size) in targets {
+                        self.call(memory, address, target, size, depth);
+                        if self.exhausted {
+                            return None;
+                        }
+                    }
+                }
+                Follow::Chain(target, size) => {
+                    if offset < size_dw {
+                        let rest = size_dw - offset;
+                        self.diagnostic(address, depth, format!("{rest} dwords after the CHAIN are not walked"));
+                    }
+                    return Some((target, size));
+                }
+            }
+        }
+        None
+    }
+
+    fn call(&mut self, memory: &dyn GuestMemory, from: u64, target: u64, size: u32, depth: u32) {
+        let limit = self.options.max_depth.min(MAX_DEPTH);
+        if depth >= limit {
+            self.diagnostic(from, depth, format!("IB to {target:#x} not followed: nesting limit {limit} reached"));
+        } else if self.stack.contains(&target) {
+            self.diagnostic(from, depth, format!("IB to {target:#x} closes a cycle; not followed"));
+        } else if !memory.is_mapped(target, 4) {
+            self.diagnostic(target, depth + 1, format!("IB target {target:#x} ({size} dwords) is unmapped"));
+        } else {
+            self.walk_level(memory, target, size, depth + 1);
+        }
+    }
+
+    fn emit_packet(
+        &mut self,
+        address: u64,
+        depth: u32,
+        dwords: &[u32],
+        location: PacketLocation,
+        mut problem: Option<String>,
+    ) {
+        let header = Header(dwords.first().copied().unwrap_or(0));
+        let name = packet_name(header);
+        self.summary.packets += 1;
+        if let Some(count) = self.summary.by_opcode.get_mut(&name) {
+            *count += 1;
+        } else {
+            self.summary.by_opcode.insert(name.clone(), 1);
+        }
+        let type3 = header.packet_type() == PacketType::Type3;
+        let mut fields = Vec::new();
+        if self.decode && problem.is_none() {
+            let body = dwords.get(1..).unwrap_or(&[]);
+            let packet = Packet { header, body, location };
+            match decode_fields(self.family, &packet) {
+                Ok(f) => fields = f,
+                Err(e) => problem = Some(e.to_string()),
+            }
+        }
+        let record = PacketRecord {
+            address,
+            depth,
+            submission: self.submission.unwrap_or(0),
+            queue: self.queue,
+            dwords: dwords.to_vec(),
+            opcode: name,
+            predicate: type3 && header.predicate(),
+            compute: type3 && header.shader_type_compute(),
+            fields,
+            problem,
+        };
+        (self.sink)(WalkEvent::Packet(&record));
+    }
+}
+
+/// The buffers a complete packet makes the walk enter.
+fn follows(p: &Packet<'_>, follow_ibs: bool) -> Follow {
+    if !follow_ibs || p.header.packet_type() != PacketType::Type3 || p.header.length_dw() == Some(1) {
+        return Follow::None;
+    }
+    let op = p.opcode();
+    if op != Opcode::INDIRECT_BUFFER && op != Opcode::INDIRECT_BUFFER_CONST {
+        return Follow::None;
+    }
+    if p.body.len() >= 13 {
+        let Ok(c) = CondIndirectBuffer::decode(p) else { return Follow::None };
+        let mut calls = vec![c.ib1];
+        if c.mode == 2 {
+            calls.push(c.ib2);
+        }
+        calls.retain(|&(_, size)| size > 0);
+        return Follow::Calls(calls);
+    }
+    match IndirectBuffer::decode(p) {
+        Ok(ib) if ib.size_dw == 0 => Follow::None,
+        Ok(ib) if ib.chain => Follow::Chain(ib.address, ib.size_dw),
+        Ok(ib) => Follow::Calls(vec![(ib.address, ib.size_dw)]),
+        Err(_) => Follow::None,
+    }
+}
+
+fn queue_name(queue: u32) -> String {
+    if queue == 0 {
+        "gfx".to_owned()
+    } else {
+        let q = queue - 1;
+        format!("comp{}.{}", q / 8, q % 8)
+    }
+}
+
+fn write_event(out: &mut dyn io::Write, event: WalkEvent<'_>, per_line: usize) -> io::Result<()> {
+    match event {
+        WalkEvent::Submission(s) => writeln!(
+            out,
+            "; submission {}: queue {} ({}) {:#x}, {} dwords",
+            s.index,
+            s.queue,
+            queue_name(s.queue),
+            s.address,
+            s.size_dw
+        ),
+        WalkEvent::Diagnostic(d) => {
+            writeln!(out, "{}! {:#014x}: {}", indent(d.depth), d.address, d.message)
+        }
+        WalkEvent::Packet(p) => write_packet(out, p, per_line),
+    }
+}
+
+fn indent(depth: u32) -> String {
+    "    ".repeat(depth.min(64) as usize)
+}
+
+fn write_packet(out: &mut dyn io::Write, p: &PacketRecord, per_line: usize) -> io::Result<()> {
+    let pad = indent(p.depth);
+    let mut chunks = p.dwords.chunks(per_line);
+    let first = chunks.next().unwrap_or(&[]);
+    let raw = |words: &[u32]| {
+        let mut s = String::with_capacity(per_line * 9);
+        for w in words {
+            s.push_str(&format!("{w:08x} "));
+        }
+        while s.len() < per_line * 9 {
+            s.push(' ');
+        }
+        s
+    };
+    let mut line = format!("{pad}{:#014x}  {}{}", p.address, raw(first), p.opcode);
+    if p.predicate {
+        line.push_str(" predicate");
+    }
+    if p.compute {
+        line.push_str(" compute");
+    }
+    for f in p.fields.iter().filter(|f| f.register.is_none()) {
+        line.push(' ');
+        line.push_str(&f.name);
+        line.push('=');
+        line.push_str(&f.value);
+    }
+    writeln!(out, "{}", line.trim_end())?;
+    let mut at = p.address.wrapping_add(first.len() as u64 * 4);
+    for chunk in chunks {
+        writeln!(out, "{pad}{at:#014x}  {}", raw(chunk).trim_end())?;
+        at = at.wrapping_add(chunk.len() as u64 * 4);
+    }
+    let detail = format!("{pad}                    ");
+    for f in &p.fields {
+        match (&f.register, &f.bits) {
+            (Some(reg), Some(bits)) => writeln!(out, "{detail}{} ({reg:#06x}) <- {}: {bits}", f.name, f.value)?,
+            (Some(reg), None) => writeln!(out, "{detail}{} ({reg:#06x}) <- {}", f.name, f.value)?,
+            (None, Some(bits)) => writeln!(out, "{detail}{}: {bits}", f.name)?,
+            (None, None) => {}
+        }
+    }
+    if let Some(problem) = &p.problem {
+        writeln!(out, "{detail}! {problem}")?;
+    }
+    Ok(())
+}
