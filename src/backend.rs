@@ -462,6 +462,18 @@ impl Backend for RecordingBackend {
         self.lines.push(format!("{} not_emulated {} at {:#x}", p.queue, p.opcode, p.location.address()));
     }
 
+    fn sample_event(
+        &mut self,
+        queue: QueueId,
+        kind: SampleKind,
+        address: u64,
+        render_backends: u32,
+        memory: &mut dyn GuestMemory,
+    ) -> Result<(), MemoryError> {
+        self.lines.push(format!("{queue} sample {kind:?} at {address:#x}"));
+        write_default_sample(kind, address, render_backends, memory)
+    }
+
     fn unknown_packet(&mut self, r: &UnknownPacket) {
         self.lines.push(format!("{} unknown_packet header={:#010x} at {:#x}", QueueId(r.queue), r.header, r.address));
         self.unknown.push(r.clone());

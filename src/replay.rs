@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use crate::backend::{
     Backend, CacheAction, Dispatch, Draw, Event, Fence, Flip, Marker, NotEmulated, ProgramBinding, ProgramStage,
-    QueueId, RecordingBackend, UnknownPacket,
+    QueueId, RecordingBackend, SampleKind, UnknownPacket,
 };
 use crate::gpu::{Gpu, GpuConfig, GpuError, RunStatus, Submission};
 use crate::memory::{GuestMemory, MemoryError, SparseMemory};
@@ -274,6 +274,16 @@ impl Backend for ReplayBackend {
     }
     fn unknown_packet(&mut self, r: &UnknownPacket) {
         self.log.unknown_packet(r)
+    }
+    fn sample_event(
+        &mut self,
+        queue: QueueId,
+        kind: SampleKind,
+        address: u64,
+        render_backends: u32,
+        memory: &mut dyn GuestMemory,
+    ) -> Result<(), MemoryError> {
+        self.log.sample_event(queue, kind, address, render_backends, memory)
     }
 }
 

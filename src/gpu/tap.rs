@@ -8,6 +8,7 @@ use crate::backend::{
     Backend, CacheAction, Dispatch, Draw, Event, Fence, Flip, Marker, NotEmulated, QueueId, SampleKind, UnknownPacket,
 };
 use crate::memory::{GuestMemory, MemoryError};
+use crate::packet::{Header, PacketLocation};
 
 use super::handle::SubmissionId;
 
@@ -185,6 +186,10 @@ impl<B: Backend> Tap<B> {
 }
 
 impl<B: Backend> Backend for Tap<B> {
+    fn packet(&mut self, queue: QueueId, header: Header, location: &PacketLocation) {
+        self.inner.packet(queue, header, location)
+    }
+
     fn draw(&mut self, draw: &Draw<'_>) {
         self.inner.draw(draw)
     }
