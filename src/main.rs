@@ -184,7 +184,7 @@ fn replay_command(
     let path = trace.unwrap_or(Path::new(DEFAULT_TRACE));
     let trace = load_trace(path)?;
     let family = trace.gpu().and_then(|g| g.parse::<GpuFamily>().ok()).unwrap_or(GpuFamily::Gfx103);
-    let mut options = ReplayOptions { timeline: timeline.is_some(), ..Default::default() };
+    let mut options = ReplayOptions { log: log.is_some(), timeline: timeline.is_some(), ..Default::default() };
     for m in mem {
         options.memory.push(MemoryQuery::parse(m).map_err(bad_input)?);
     }

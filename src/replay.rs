@@ -101,6 +101,8 @@ pub fn parse_number(text: &str) -> Option<u64> {
 pub struct ReplayOptions {
     pub memory: Vec<MemoryQuery>,
     pub registers: Vec<RegisterQuery>,
+    /// Keep the event log ([`ReplayOutcome::log`]).
+    pub log: bool,
     /// Build a Chrome/Perfetto trace-event timeline.
     pub timeline: bool,
     /// GPU settings (deterministic mode is always used).
@@ -190,10 +192,14 @@ pub struct ReplayOutcome {
     pub summary: ReplaySummary,
     /// Every program address bound at a draw or dispatch, in address order.
     pub programs: Vec<BoundProgram>,
-    /// The deterministic event log, one line per effect.
+    /// The deterministic event log, one line per effect (empty unless
+    /// [`ReplayOptions::log`]).
     pub log: Vec<String>,
     /// Chrome/Perfetto trace-event JSON, when asked for.
     pub timeline: Option<String>,
+    /// Bytes of guest memory pages the replay had to copy because packets or
+    /// host writes wrote them (everything else is the trace file's bytes).
+    pub written_page_bytes: usize,
 }
 
 impl ReplayOutcome {
@@ -209,7 +215,8 @@ type TimelinePacket = (u64, u32, &'static str);
 /// The replay's backend: the recording log plus the timeline's packet clock.
 #[derive(Default)]
 struct ReplayBackend {
-    log: RecordingBackend,
+    /// The event log, when asked for.
+    log: Option<RecordingBackend>,
     clock: u64,
     timeline: Option<Vec<TimelinePacket>>,
     programs: BTreeMap<u64, BoundProgram>,
@@ -245,35 +252,55 @@ impl Backend for ReplayBackend {
         for (stage, binding) in ProgramStage::GRAPHICS.iter().zip(d.programs.iter()) {
             self.bind(*stage, binding);
         }
-        self.log.draw(d)
+        if let Some(log) = &mut self.log {
+            log.draw(d)
+        }
     }
     fn dispatch(&mut self, d: &Dispatch<'_>) {
         self.bind(ProgramStage::Cs, d.program);
-        self.log.dispatch(d)
+        if let Some(log) = &mut self.log {
+            log.dispatch(d)
+        }
     }
     fn event(&mut self, e: &Event) {
-        self.log.event(e)
+        if let Some(log) = &mut self.log {
+            log.event(e)
+        }
     }
     fn cache_action(&mut self, q: QueueId, a: &CacheAction) {
-        self.log.cache_action(q, a)
+        if let Some(log) = &mut self.log {
+            log.cache_action(q, a)
+        }
     }
     fn fence(&mut self, f: &Fence) {
-        self.log.fence(f)
+        if let Some(log) = &mut self.log {
+            log.fence(f)
+        }
     }
     fn flip(&mut self, f: &Flip) {
-        self.log.flip(f)
+        if let Some(log) = &mut self.log {
+            log.flip(f)
+        }
     }
     fn marker(&mut self, q: QueueId, m: &Marker<'_>) {
-        self.log.marker(q, m)
+        if let Some(log) = &mut self.log {
+            log.marker(q, m)
+        }
     }
     fn host_command(&mut self, q: QueueId, code: u32, payload: &[u32]) {
-        self.log.host_command(q, code, payload)
+        if let Some(log) = &mut self.log {
+            log.host_command(q, code, payload)
+        }
     }
     fn not_emulated(&mut self, p: &NotEmulated) {
-        self.log.not_emulated(p)
+        if let Some(log) = &mut self.log {
+            log.not_emulated(p)
+        }
     }
     fn unknown_packet(&mut self, r: &UnknownPacket) {
-        self.log.unknown_packet(r)
+        if let Some(log) = &mut self.log {
+            log.unknown_packet(r)
+        }
     }
     fn sample_event(
         &mut self,
@@ -283,7 +310,10 @@ impl Backend for ReplayBackend {
         render_backends: u32,
         memory: &mut dyn GuestMemory,
     ) -> Result<(), MemoryError> {
-        self.log.sample_event(queue, kind, address, render_backends, memory)
+        match &mut self.log {
+            Some(log) => log.sample_event(queue, kind, address, render_backends, memory),
+            None => crate::backend::write_default_sample(kind, address, render_backends, memory),
+        }
     }
 }
 
@@ -312,7 +342,11 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> ReplayOutcome {
 pub fn replay_with_progress(trace: &Trace, options: &ReplayOptions, progress: &mut dyn FnMut(usize)) -> ReplayOutcome {
     let mut config = options.gpu.clone();
     config.processor.report_packets = true;
-    let backend = ReplayBackend { timeline: options.timeline.then(Vec::new), ..Default::default() };
+    let backend = ReplayBackend {
+        log: options.log.then(RecordingBackend::new),
+        timeline: options.timeline.then(Vec::new),
+        ..Default::default()
+    };
     let gpu = Gpu::deterministic(SparseMemory::new(), backend, config);
     let mut errors = Vec::new();
     let mut submissions: Vec<Submission> = Vec::new();
@@ -447,10 +481,12 @@ pub fn replay_with_progress(trace: &Trace, options: &ReplayOptions, progress: &m
     }
     summary.errors = errors;
 
-    let (log, timeline, programs) =
-        gpu.with_backend(|b| (std::mem::take(&mut b.log.lines), b.timeline.take(), std::mem::take(&mut b.programs)));
+    let (log, timeline, programs) = gpu.with_backend(|b| {
+        (b.log.take().map(|l| l.lines).unwrap_or_default(), b.timeline.take(), std::mem::take(&mut b.programs))
+    });
     let timeline = timeline.map(|packets| timeline_json(&packets));
-    ReplayOutcome { summary, programs: programs.into_values().collect(), log, timeline }
+    let written_page_bytes = gpu.with_memory_ref(|m| m.allocated_page_bytes());
+    ReplayOutcome { summary, programs: programs.into_values().collect(), log, timeline, written_page_bytes }
 }
 
 /// Chrome/Perfetto trace-event JSON: one process, one thread per queue,

@@ -40,7 +40,7 @@ fn every_corpus_trace_replays_to_its_golden_log() {
     for source in corpus() {
         let name = source.file_stem().unwrap().to_string_lossy().to_string();
         let trace = Trace::read_file(&source.with_extension("pm4t")).unwrap();
-        let outcome = replay(&trace, &ReplayOptions::default());
+        let outcome = replay(&trace, &ReplayOptions { log: true, ..Default::default() });
         let s = &outcome.summary;
         assert!(s.errors.is_empty(), "{name}: {:?}", s.errors);
         if name == "unknown" {

@@ -46,7 +46,7 @@ fn a_recorded_run_replays_to_the_same_events() {
     let mapped: u64 = trace.events().iter().filter_map(|e| e.region()).map(|(_, len)| len).sum();
     assert!(mapped <= 6 * 256, "only touched lines are captured ({mapped} bytes)");
     assert!(matches!(trace.events().last(), Some(TraceEvent::HostWrite { .. })));
-    let outcome = replay(&trace, &ReplayOptions::default());
+    let outcome = replay(&trace, &ReplayOptions { log: true, ..Default::default() });
     assert!(outcome.succeeded(), "{:?}", outcome.summary.errors);
     assert_eq!(outcome.log, original);
     assert_eq!(outcome.summary.draws, 1);

@@ -61,7 +61,7 @@ fn build_trace() -> Vec<u8> {
 #[test]
 fn a_draw_carries_the_decoded_containers_of_its_bound_shaders() {
     let trace = Trace::from_bytes(build_trace()).unwrap();
-    let outcome = replay(&trace, &ReplayOptions::default());
+    let outcome = replay(&trace, &ReplayOptions { log: true, ..Default::default() });
     assert!(outcome.succeeded(), "{:?}", outcome.summary.errors);
     assert_eq!(outcome.summary.draws, 1);
     assert_eq!(

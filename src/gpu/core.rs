@@ -130,8 +130,39 @@ fn watch_for(reason: &SuspendReason, processor: &Processor) -> Watch {
     }
 }
 
+/// A queue's processor, created by the queue's first use: the 56 compute
+/// queues a program never submits to cost no memory.
+pub(crate) struct LazyProcessor {
+    id: QueueId,
+    config: Arc<ProcessorConfig>,
+    inner: Option<Box<Processor>>,
+}
+
+impl LazyProcessor {
+    /// The processor, if the queue has been used.
+    pub(crate) fn get(&self) -> Option<&Processor> {
+        self.inner.as_deref()
+    }
+
+    /// The processor, created on first use.
+    pub(crate) fn get_mut(&mut self) -> &mut Processor {
+        let (id, config) = (self.id, &self.config);
+        self.inner.get_or_insert_with(|| Box::new(Processor::with_config(id, ProcessorConfig::clone(config))))
+    }
+
+    fn queue(&self) -> QueueId {
+        self.id
+    }
+
+    fn abort(&mut self) {
+        if let Some(p) = self.inner.as_mut() {
+            p.abort();
+        }
+    }
+}
+
 pub(crate) struct QueueSlot {
-    pub(crate) processor: Processor,
+    pub(crate) processor: LazyProcessor,
     fifo: VecDeque<PendingSubmission>,
     running: Option<Running>,
     /// Set while suspended and not yet woken.
@@ -196,11 +227,12 @@ pub(crate) enum Step {
 
 impl Sched {
     pub(crate) fn new(config: &ProcessorConfig, slice_packets: u64) -> Self {
+        let config = Arc::new(config.clone());
         let queues = (0..QueueId::COUNT)
             .map(|q| {
                 let id = QueueId(q);
                 QueueSlot {
-                    processor: Processor::with_config(id, config.clone()),
+                    processor: LazyProcessor { id, config: Arc::clone(&config), inner: None },
                     fifo: VecDeque::new(),
                     running: None,
                     wait: None,
@@ -311,7 +343,7 @@ impl Sched {
         let outcome = match result {
             Ok(()) => {
                 self.stats.completed += 1;
-                let report = running.report(&q.processor);
+                let report = running.report(q.processor.get_mut());
                 tracing::debug!(parent: &running.span, packets = report.packets, slices = report.slices, "submission completed");
                 Ok(report)
             }
@@ -341,14 +373,15 @@ impl Sched {
             .filter_map(|q| {
                 let running = q.running.as_ref()?;
                 let (reason, _) = q.wait?;
+                let processor = q.processor.get()?;
                 Some(QueueStall {
                     queue: q.processor.queue(),
                     submission: running.sub.id,
                     address: running.sub.address,
                     size_dw: running.sub.size_dw,
-                    packet_address: q.processor.execution().top().map(|c| c.address()),
+                    packet_address: processor.execution().top().map(|c| c.address()),
                     reason,
-                    constant_engine: q.processor.constant_engine().suspended,
+                    constant_engine: processor.constant_engine().suspended,
                     queued: q.fifo.len(),
                 })
             })
@@ -378,7 +411,7 @@ impl Sched {
         let q = self.queues.get(queue)?;
         Some(QueueStatus {
             running: q.running.as_ref().map(|r| r.sub.id),
-            suspended: q.processor.suspended().filter(|_| q.running.is_some()),
+            suspended: q.processor.get().and_then(Processor::suspended).filter(|_| q.running.is_some()),
             queued: q.fifo.len(),
         })
     }
@@ -515,7 +548,7 @@ impl<M: GuestMemory, B: Backend> Core<M, B> {
             let Some(sub) = q.fifo.pop_front() else {
                 return;
             };
-            if let Err(e) = q.processor.submit(sub.address, sub.size_dw) {
+            if let Err(e) = q.processor.get_mut().submit(sub.address, sub.size_dw) {
                 sched.stats.failed += 1;
                 let error = GpuError::Processor { queue: q.processor.queue(), submission: sub.id, source: e };
                 sub.slot.complete(Err(error));
@@ -528,7 +561,7 @@ impl<M: GuestMemory, B: Backend> Core<M, B> {
                 address = format_args!("{:#x}", sub.address),
                 size_dw = sub.size_dw
             );
-            q.running = Some(Running { base: Baseline::of(&q.processor), sub, span, slices: 0 });
+            q.running = Some(Running { base: Baseline::of(q.processor.get_mut()), sub, span, slices: 0 });
         }
         let Some(running) = q.running.as_mut() else {
             return;
@@ -540,14 +573,14 @@ impl<M: GuestMemory, B: Backend> Core<M, B> {
             let _entered = running.span.enter();
             let mut tracked = Tracked { inner: memory, log: &mut sched.log };
             let mut env = Env { memory: &mut tracked, backend, shaders };
-            q.processor.process_slice(&mut env, sched.slice_packets)
+            q.processor.get_mut().process_slice(&mut env, sched.slice_packets)
         };
         let id = running.sub.id;
         match status {
             Ok(ProcessStatus::Yielded) => {}
             Ok(ProcessStatus::Suspended(reason)) => {
                 tracing::trace!(parent: &running.span, %reason, "suspended");
-                let watch = watch_for(&reason, &q.processor);
+                let watch = watch_for(&reason, q.processor.get_mut());
                 if q.wait.replace((reason, watch)).is_none() {
                     sched.suspended += 1;
                 }

@@ -297,7 +297,6 @@ where
     shared: Arc<Shared<M, B>>,
     /// `None` in deterministic mode.
     control: Option<Control>,
-    interrupts: Vec<Receiver<Interrupt>>,
     next_id: AtomicU64,
 }
 
@@ -324,24 +323,24 @@ where
     M: GuestMemory + Send + 'static,
     B: Backend + Send + 'static,
 {
-    fn build(memory: M, backend: B, config: &GpuConfig) -> (Arc<Shared<M, B>>, Vec<Receiver<Interrupt>>) {
-        let (backend, interrupts) = Tap::new(backend, QueueId::COUNT as usize, config.interrupt_capacity);
+    fn build(memory: M, backend: B, config: &GpuConfig) -> Arc<Shared<M, B>> {
+        let backend = Tap::new(backend, QueueId::COUNT as usize, config.interrupt_capacity);
         let sched = Sched::new(&config.processor, config.slice_packets);
         let shaders = ShaderRegistry::default();
         let core = Core { memory, backend, shaders, sched };
-        (Arc::new(Shared { core: Mutex::new(core), lost: AtomicBool::new(false) }), interrupts)
+        Arc::new(Shared { core: Mutex::new(core), lost: AtomicBool::new(false) })
     }
 
     /// A GPU that runs only when the caller drives it, with a fixed
     /// interleaving (see the module documentation).
     pub fn deterministic(memory: M, backend: B, config: GpuConfig) -> Self {
-        let (shared, interrupts) = Self::build(memory, backend, &config);
-        Self { shared, control: None, interrupts, next_id: AtomicU64::new(1) }
+        let shared = Self::build(memory, backend, &config);
+        Self { shared, control: None, next_id: AtomicU64::new(1) }
     }
 
     /// A GPU with a worker thread that runs queues as work arrives.
     pub fn threaded(memory: M, backend: B, config: GpuConfig) -> Result<Self, GpuError> {
-        let (shared, interrupts) = Self::build(memory, backend, &config);
+        let shared = Self::build(memory, backend, &config);
         let (tx, rx) = crossbeam_channel::unbounded();
         let stop = Arc::new(AtomicBool::new(false));
         let worker = {
@@ -356,7 +355,6 @@ where
         Ok(Self {
             shared,
             control: Some(Control { tx, sent: Arc::new(AtomicU64::new(0)), stop, worker: Some(worker) }),
-            interrupts,
             next_id: AtomicU64::new(1),
         })
     }
@@ -515,14 +513,14 @@ where
     /// one channel, each interrupt goes to one of them).
     pub fn interrupts(&self, queue: QueueId) -> Result<Receiver<Interrupt>, GpuError> {
         let index = queue_index(queue)?;
-        self.interrupts.get(index).cloned().ok_or(GpuError::QueueOutOfRange { queue: queue.0 })
+        self.shared.core.lock().backend.receiver(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })
     }
 
     /// The next interrupt of `queue`, waiting at most `timeout`; `None` when
     /// none came.
     pub fn wait_interrupt(&self, queue: QueueId, timeout: Duration) -> Result<Option<Interrupt>, GpuError> {
         let index = queue_index(queue)?;
-        let Some(rx) = self.interrupts.get(index) else {
+        let Some(rx) = self.shared.core.lock().backend.receiver(index) else {
             return Err(GpuError::QueueOutOfRange { queue: queue.0 });
         };
         match rx.recv_timeout(timeout) {
@@ -583,9 +581,9 @@ where
     /// A look at `queue`'s processor (registers, stats, execution state).
     pub fn with_processor<R>(&self, queue: QueueId, f: impl FnOnce(&Processor) -> R) -> Result<R, GpuError> {
         let index = queue_index(queue)?;
-        let core = self.shared.core.lock();
-        let q = core.sched.queues.get(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
-        Ok(f(&q.processor))
+        let mut core = self.shared.core.lock();
+        let q = core.sched.queues.get_mut(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
+        Ok(f(q.processor.get_mut()))
     }
 
     /// `queue`'s register file, for host-side set-up; the queue re-checks a
@@ -595,7 +593,7 @@ where
         let result = {
             let mut core = self.shared.core.lock();
             let q = core.sched.queues.get_mut(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
-            let result = f(q.processor.registers_mut());
+            let result = f(q.processor.get_mut().registers_mut());
             core.sched.wake_queue(index);
             result
         };
@@ -605,7 +603,11 @@ where
 
     /// `queue`'s processor counters.
     pub fn processor_stats(&self, queue: QueueId) -> Result<ProcessorStats, GpuError> {
-        self.with_processor(queue, |p| p.stats().clone())
+        let index = queue_index(queue)?;
+        let core = self.shared.core.lock();
+        let q = core.sched.queues.get(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
+        // A queue never used has no processor yet: all counters are zero.
+        Ok(q.processor.get().map(|p| p.stats().clone()).unwrap_or_default())
     }
 
     /// What `queue` is doing.

@@ -144,7 +144,8 @@ struct InterruptLine {
 /// The user's backend, with fences copied to the interrupt channels.
 pub(crate) struct Tap<B> {
     pub(crate) inner: B,
-    lines: Vec<InterruptLine>,
+    /// Created by the queue's first interrupt or the host's first request.
+    lines: Vec<Option<InterruptLine>>,
     capacity: usize,
     /// The submission whose slice is running.
     pub(crate) current: SubmissionId,
@@ -153,35 +154,46 @@ pub(crate) struct Tap<B> {
 }
 
 impl<B: Backend> Tap<B> {
-    /// A tap with one channel of `capacity` (at least 1) per queue; returns
-    /// the host's receivers too.
-    pub(crate) fn new(inner: B, queues: usize, capacity: usize) -> (Self, Vec<Receiver<Interrupt>>) {
-        let mut lines = Vec::with_capacity(queues);
-        let mut receivers = Vec::with_capacity(queues);
-        for _ in 0..queues {
-            let (tx, rx) = crossbeam_channel::unbounded();
-            receivers.push(rx.clone());
-            lines.push(InterruptLine { tx, rx });
-        }
+    /// A tap with one channel of `capacity` (at least 1) per queue, each
+    /// created when first needed.
+    pub(crate) fn new(inner: B, queues: usize, capacity: usize) -> Self {
+        let mut lines = Vec::new();
+        lines.resize_with(queues, || None);
         let capacity = capacity.max(1);
-        (Self { inner, lines, capacity, current: SubmissionId(0), interrupts: 0, dropped: 0 }, receivers)
+        Self { inner, lines, capacity, current: SubmissionId(0), interrupts: 0, dropped: 0 }
+    }
+
+    fn line(&mut self, queue: usize) -> Option<&InterruptLine> {
+        let slot = self.lines.get_mut(queue)?;
+        Some(slot.get_or_insert_with(|| {
+            let (tx, rx) = crossbeam_channel::unbounded();
+            InterruptLine { tx, rx }
+        }))
+    }
+
+    /// The host's receiver of `queue`'s interrupts.
+    pub(crate) fn receiver(&mut self, queue: usize) -> Option<Receiver<Interrupt>> {
+        self.line(queue).map(|l| l.rx.clone())
     }
 
     fn raise(&mut self, fence: &Fence) {
-        let Some(line) = self.lines.get(fence.queue.0 as usize) else {
+        let (capacity, current, sequence) = (self.capacity, self.current, self.interrupts);
+        let mut dropped = 0;
+        let Some(line) = self.line(fence.queue.0 as usize) else {
             return;
         };
-        let interrupt = Interrupt { sequence: self.interrupts, submission: self.current, fence: *fence };
-        self.interrupts += 1;
+        let interrupt = Interrupt { sequence, submission: current, fence: *fence };
         // The host may take entries meanwhile; it never adds any.
-        while line.tx.len() >= self.capacity {
+        while line.tx.len() >= capacity {
             if line.rx.try_recv().is_err() {
                 break;
             }
-            self.dropped += 1;
+            dropped += 1;
         }
         // The tap holds a receiver, so the channel is never disconnected.
         let _ = line.tx.try_send(interrupt);
+        self.interrupts += 1;
+        self.dropped += dropped;
     }
 }
 

@@ -148,7 +148,7 @@ impl Pm4Execution {
     pub fn new(max_depth: usize) -> Self {
         let max_depth = max_depth.max(1);
         Self {
-            stack: Vec::with_capacity(max_depth),
+            stack: Vec::new(),
             max_depth,
             predication: Predication::default(),
             skip_dw: 0,
@@ -164,6 +164,10 @@ impl Pm4Execution {
 
     /// Starts a submission (the root buffer).
     pub fn start(&mut self, buffer: u64, size_dw: u32) {
+        // Reserved once, on the first submission: pushes never allocate.
+        if self.stack.capacity() < self.max_depth {
+            self.stack.reserve_exact(self.max_depth);
+        }
         self.stack.clear();
         self.stack.push(Cursor::new(buffer, size_dw));
         self.skip_dw = 0;
@@ -213,7 +217,7 @@ impl Pm4Execution {
     }
 
     /// Calls into a buffer; `false` when the stack is full. Never allocates:
-    /// the stack's capacity is reserved up front.
+    /// the stack's capacity is reserved by [`Self::start`].
     pub fn push(&mut self, buffer: u64, size_dw: u32) -> bool {
         if self.stack.len() >= self.max_depth {
             return false;

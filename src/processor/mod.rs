@@ -117,12 +117,13 @@ pub enum ProcessStatus {
 }
 
 /// Counters of one processor, over its lifetime.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct ProcessorStats {
     /// Every packet decoded (executed or skipped).
     pub packets: u64,
-    /// Type-3 packets by opcode (executed or skipped).
-    pub by_opcode: [u64; 256],
+    /// Type-3 packets by opcode (executed or skipped): 256 entries once the
+    /// processor has had a submission, empty before (idle queues cost nothing).
+    pub by_opcode: Vec<u64>,
     /// Type-0 packets.
     pub type0: u64,
     /// Type-2 fillers.
@@ -137,8 +138,9 @@ pub struct ProcessorStats {
     pub fences: u64,
     /// Times a packet suspended the processor.
     pub waits: u64,
-    /// Known packets that are decoded but not emulated, by opcode.
-    pub not_emulated: [u64; 256],
+    /// Known packets that are decoded but not emulated, by opcode (256
+    /// entries once the processor has had a submission).
+    pub not_emulated: Vec<u64>,
     /// Unknown packets seen.
     pub unknown: u64,
     /// The first reports of unknown packets.
@@ -147,22 +149,23 @@ pub struct ProcessorStats {
     pub dwords: u64,
 }
 
-impl Default for ProcessorStats {
-    fn default() -> Self {
-        Self {
-            packets: 0,
-            by_opcode: [0; 256],
-            type0: 0,
-            type2: 0,
-            draws: 0,
-            dispatches: 0,
-            skipped: 0,
-            fences: 0,
-            waits: 0,
-            not_emulated: [0; 256],
-            unknown: 0,
-            unknown_packets: Vec::new(),
-            dwords: 0,
+impl ProcessorStats {
+    /// Type-3 packets of `opcode` decoded.
+    pub fn opcode_count(&self, opcode: Opcode) -> u64 {
+        self.by_opcode.get(opcode.0 as usize).copied().unwrap_or(0)
+    }
+
+    /// Packets of `opcode` decoded but not emulated.
+    pub fn not_emulated_count(&self, opcode: Opcode) -> u64 {
+        self.not_emulated.get(opcode.0 as usize).copied().unwrap_or(0)
+    }
+
+    fn ensure_tables(&mut self) {
+        if self.by_opcode.len() != 256 {
+            self.by_opcode.resize(256, 0);
+        }
+        if self.not_emulated.len() != 256 {
+            self.not_emulated.resize(256, 0);
         }
     }
 }
@@ -231,7 +234,8 @@ pub struct ProcessorState {
     pub compute_program: ProgramBinding,
     /// Registry generation the bindings were resolved against.
     pub(crate) programs_generation: u64,
-    pub ce_ram: Box<[u8]>,
+    /// The constant engine's RAM, allocated by its first use.
+    pub ce_ram: Vec<u8>,
     pub ce_counter: u32,
     pub de_counter: u32,
     /// CE buffers launched by INDIRECT_BUFFER_CONST and not started yet.
@@ -258,10 +262,10 @@ impl ProcessorState {
             programs: Default::default(),
             compute_program: ProgramBinding::default(),
             programs_generation: u64::MAX,
-            ce_ram: vec![0u8; CE_RAM_BYTES].into_boxed_slice(),
+            ce_ram: Vec::new(),
             ce_counter: 0,
             de_counter: 0,
-            ce_pending: Vec::with_capacity(8),
+            ce_pending: Vec::new(),
             context_stack: Vec::new(),
             context_control: (0, 0),
             clock: 0,
@@ -368,6 +372,7 @@ impl Processor {
         if !self.is_idle() {
             return Err(Pm4Error::Busy);
         }
+        self.state.stats.ensure_tables();
         self.de.start(address & crate::memory::ADDRESS_MASK, size_dw);
         Ok(())
     }

@@ -8,12 +8,12 @@
 use crate::memory::{GuestMemory, MemoryError};
 
 /// Dwords read per refill when the buffer has that many left.
-const FILL_DW: usize = 4096;
+const FILL_DW: usize = 1024;
 /// Capacity: the longest packet (COUNT 0x3FFE + 2 dwords) always fits.
 const CAPACITY_DW: usize = 0x4000 + 2;
 
 pub(crate) struct PrefetchWindow {
-    words: Box<[u32]>,
+    words: Vec<u32>,
     /// GPU address of `words[0]`.
     base: u64,
     /// Valid dwords in `words`.
@@ -21,8 +21,10 @@ pub(crate) struct PrefetchWindow {
 }
 
 impl PrefetchWindow {
+    /// An empty window; it grows (once, up to the longest packet) as
+    /// refills need room.
     pub(crate) fn new() -> Self {
-        Self { words: vec![0u32; CAPACITY_DW].into_boxed_slice(), base: 0, len: 0 }
+        Self { words: Vec::new(), base: 0, len: 0 }
     }
 
     /// Forgets the window's contents.
@@ -84,6 +86,9 @@ impl PrefetchWindow {
     ) -> Result<(), MemoryError> {
         self.len = 0;
         let want = remaining.min(need.max(FILL_DW)).min(CAPACITY_DW).max(need.min(CAPACITY_DW));
+        if self.words.len() < want {
+            self.words.resize(want, 0);
+        }
         let target = self.words.get_mut(..want).ok_or(MemoryError::Unmapped { address, len: want as u64 * 4 })?;
         let got = match memory.read_dwords(address, target) {
             Ok(()) => want,

@@ -30,22 +30,26 @@ pub mod space {
 /// Number of dwords in a register file: every index a packet can name.
 pub const REGISTER_FILE_DWORDS: usize = space::END as usize;
 
-/// The full register file of one processor: every write lands here, whether
-/// or not a handler adds behaviour. Indexed by absolute dword register index.
-#[derive(Clone)]
-pub struct RegisterFile {
-    values: Box<[u32]>,
-}
+/// Registers per page of a [`RegisterFile`].
+pub const REGISTER_PAGE: usize = 256;
 
-impl Default for RegisterFile {
-    fn default() -> Self {
-        Self::new()
-    }
+const PAGES: usize = REGISTER_FILE_DWORDS / REGISTER_PAGE;
+
+static ZERO_PAGE: [u32; REGISTER_PAGE] = [0; REGISTER_PAGE];
+
+/// The full register file of one processor: every write lands here, whether
+/// or not a handler adds behaviour. Indexed by absolute dword register index
+/// (0..0x10000). Stored in 256-register pages allocated on first write, so
+/// a queue pays only for the register ranges it uses; unwritten registers
+/// read as 0.
+#[derive(Clone, Default)]
+pub struct RegisterFile {
+    pages: Vec<Option<Box<[u32; REGISTER_PAGE]>>>,
 }
 
 impl std::fmt::Debug for RegisterFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let nonzero = self.values.iter().filter(|v| **v != 0).count();
+        let nonzero = self.iter_nonzero().count();
         write!(f, "RegisterFile({nonzero} non-zero registers)")
     }
 }
@@ -53,21 +57,38 @@ impl std::fmt::Debug for RegisterFile {
 impl RegisterFile {
     /// All registers zero.
     pub fn new() -> Self {
-        Self { values: vec![0u32; REGISTER_FILE_DWORDS].into_boxed_slice() }
+        Self::default()
     }
 
     /// The value of register `index` (absolute dword index; indices past the
     /// file read as 0).
     #[inline]
     pub fn get(&self, index: u32) -> u32 {
-        self.values.get(index as usize).copied().unwrap_or(0)
+        let i = index as usize;
+        match self.pages.get(i / REGISTER_PAGE) {
+            Some(Some(page)) => page.get(i % REGISTER_PAGE).copied().unwrap_or(0),
+            _ => 0,
+        }
+    }
+
+    #[inline]
+    fn page_mut(&mut self, page: usize) -> Option<&mut [u32; REGISTER_PAGE]> {
+        if page >= PAGES {
+            return None;
+        }
+        if self.pages.is_empty() {
+            self.pages.resize_with(PAGES, || None);
+        }
+        let slot = self.pages.get_mut(page)?;
+        Some(slot.get_or_insert_with(|| Box::new([0; REGISTER_PAGE])))
     }
 
     /// Stores `value` in register `index`; returns false (and stores nothing)
     /// when the index is past the file.
     #[inline]
     pub fn set(&mut self, index: u32, value: u32) -> bool {
-        match self.values.get_mut(index as usize) {
+        let i = index as usize;
+        match self.page_mut(i / REGISTER_PAGE).and_then(|p| p.get_mut(i % REGISTER_PAGE)) {
             Some(slot) => {
                 *slot = value;
                 true
@@ -78,27 +99,58 @@ impl RegisterFile {
 
     /// A 64-bit value from a LO/HI register pair.
     pub fn get_pair(&self, lo: u32) -> u64 {
-        u64::from(self.get(lo)) | (u64::from(self.get(lo + 1)) << 32)
+        u64::from(self.get(lo)) | (u64::from(self.get(lo.wrapping_add(1))) << 32)
     }
 
-    /// A contiguous range of registers (clamped to the file).
+    /// Registers `start..start + len`, clamped to the end of `start`'s
+    /// 256-register page (every per-stage range a renderer reads, such as
+    /// a stage's user data, lies inside one page).
     pub fn range(&self, start: u32, len: u32) -> &[u32] {
-        let start = (start as usize).min(self.values.len());
-        let end = start.saturating_add(len as usize).min(self.values.len());
-        self.values.get(start..end).unwrap_or(&[])
+        let i = start as usize;
+        let at = i % REGISTER_PAGE;
+        let end = at.saturating_add(len as usize).min(REGISTER_PAGE);
+        let page: &[u32; REGISTER_PAGE] = match self.pages.get(i / REGISTER_PAGE) {
+            Some(Some(page)) => page,
+            Some(None) | None if i < REGISTER_FILE_DWORDS => &ZERO_PAGE,
+            _ => return &[],
+        };
+        page.get(at..end).unwrap_or(&[])
     }
 
-    /// Mutable access to a contiguous range (clamped to the file).
+    /// Mutable registers `start..start + len`, clamped to the end of
+    /// `start`'s page (allocating it); empty past the file.
     pub fn range_mut(&mut self, start: u32, len: u32) -> &mut [u32] {
-        let total = self.values.len();
-        let start = (start as usize).min(total);
-        let end = start.saturating_add(len as usize).min(total);
-        self.values.get_mut(start..end).unwrap_or(&mut [])
+        let i = start as usize;
+        let at = i % REGISTER_PAGE;
+        let end = at.saturating_add(len as usize).min(REGISTER_PAGE);
+        match self.page_mut(i / REGISTER_PAGE) {
+            Some(page) => page.get_mut(at..end).unwrap_or(&mut []),
+            None => &mut [],
+        }
     }
 
-    /// Every register as a slice indexed by dword index.
-    pub fn as_slice(&self) -> &[u32] {
-        &self.values
+    /// Copies registers `start..start + out.len()` into `out` (0 past the file).
+    pub fn read_into(&self, start: u32, out: &mut [u32]) {
+        for (i, slot) in out.iter_mut().enumerate() {
+            *slot = self.get(start.wrapping_add(i as u32));
+        }
+    }
+
+    /// Every non-zero register as `(index, value)`, in index order.
+    pub fn iter_nonzero(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.pages.iter().enumerate().flat_map(|(p, page)| {
+            page.iter().flat_map(move |page| {
+                page.iter()
+                    .enumerate()
+                    .filter(|(_, v)| **v != 0)
+                    .map(move |(i, v)| ((p * REGISTER_PAGE + i) as u32, *v))
+            })
+        })
+    }
+
+    /// Bytes of register pages allocated.
+    pub fn allocated_bytes(&self) -> usize {
+        self.pages.iter().flatten().count() * REGISTER_PAGE * 4 + self.pages.capacity() * 8
     }
 
     /// Views for what a renderer reads.

@@ -10,7 +10,10 @@ use crate::packet::{Opcode, Packet};
 use crate::processor::context::{Ctx, Flow};
 use crate::processor::{Pm4Error, SuspendReason, CE_RAM_BYTES};
 
-fn ram_range(ctx: &Ctx<'_>, offset: u32, bytes: u64) -> Result<std::ops::Range<usize>, Pm4Error> {
+fn ram_range(ctx: &mut Ctx<'_>, offset: u32, bytes: u64) -> Result<std::ops::Range<usize>, Pm4Error> {
+    if ctx.state.ce_ram.len() != CE_RAM_BYTES {
+        ctx.state.ce_ram.resize(CE_RAM_BYTES, 0);
+    }
     let start = offset as usize;
     match usize::try_from(bytes).ok().and_then(|b| start.checked_add(b)) {
         Some(end) if end <= CE_RAM_BYTES => Ok(start..end),

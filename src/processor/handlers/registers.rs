@@ -45,19 +45,27 @@ pub(crate) fn write_run(state: &mut ProcessorState, base: u32, size: u32, offset
     let actions = tables::register_actions(first, values.len());
     let mut marks = 0;
     let mut calls = false;
-    for ((slot, value), action) in state
-        .regs
-        .range_mut(first, values.len() as u32)
-        .iter_mut()
-        .zip(values)
-        .zip(actions.iter().chain(std::iter::repeat(&tables::RegisterAction::None)))
-    {
-        *slot = *value;
-        match action {
-            tables::RegisterAction::None => {}
-            tables::RegisterAction::Mark(groups) => marks |= groups,
-            tables::RegisterAction::Call(_) => calls = true,
+    let mut done = 0usize;
+    while done < values.len() {
+        let rest = values.get(done..).unwrap_or(&[]);
+        let slots = state.regs.range_mut(first + done as u32, rest.len() as u32);
+        if slots.is_empty() {
+            break;
         }
+        let n = slots.len();
+        for ((slot, value), action) in slots
+            .iter_mut()
+            .zip(rest)
+            .zip(actions.get(done..).unwrap_or(&[]).iter().chain(std::iter::repeat(&tables::RegisterAction::None)))
+        {
+            *slot = *value;
+            match action {
+                tables::RegisterAction::None => {}
+                tables::RegisterAction::Mark(groups) => marks |= groups,
+                tables::RegisterAction::Call(_) => calls = true,
+            }
+        }
+        done += n;
     }
     state.dirty |= marks;
     if calls {
@@ -175,7 +183,8 @@ pub(crate) fn push_context(state: &mut ProcessorState) {
         tracing::warn!(queue = %state.queue, "context push ignored: 8 contexts already saved");
         return;
     }
-    let saved: Box<[u32]> = state.regs.range(space::CONTEXT, space::CONTEXT_SIZE).into();
+    let mut saved = vec![0u32; space::CONTEXT_SIZE as usize].into_boxed_slice();
+    state.regs.read_into(space::CONTEXT, &mut saved);
     state.context_stack.push(saved);
 }
 
