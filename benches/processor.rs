@@ -141,5 +141,76 @@ fn bench_real_traces(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_streams, bench_real_traces);
+/// A compute-heavy stream across the 56 compute queues: each queue runs
+/// dispatches and register writes, and waits on the label the previous
+/// queue releases, so the scheduler suspends and wakes queues in a chain.
+fn bench_compute_queues(c: &mut Criterion) {
+    use pm4core::gpu::{Gpu, GpuConfig};
+    const LABELS: u64 = 0x20_0000;
+    let mut memory = SparseMemory::new();
+    memory.map_zeroed(LABELS, 0x1000).unwrap();
+    let mut buffers = Vec::new();
+    let mut total_dw = 0u64;
+    for q in 1..57u32 {
+        let mut s = Vec::new();
+        if q > 1 {
+            let label = LABELS + u64::from(q - 1) * 8;
+            pkt3(&mut s, Opcode::WAIT_REG_MEM, &[3 | (1 << 4), label as u32, 0, 1, 0xFFFF_FFFF, 10]);
+        }
+        for i in 0..200u32 {
+            pkt3(&mut s, Opcode::SET_SH_REG, &[r::COMPUTE_USER_DATA_0 - 0x2C00, i, q, i ^ q, 0]);
+            pkt3(&mut s, Opcode::SET_SH_REG, &[r::COMPUTE_NUM_THREAD_X - 0x2C00, 64, 1, 1]);
+            pkt3(&mut s, Opcode::DISPATCH_DIRECT, &[1 + i % 8, 1, 1, 1]);
+        }
+        let label = LABELS + u64::from(q) * 8;
+        pkt3(&mut s, Opcode::RELEASE_MEM, &[0x28 | (5 << 8), 1 << 29, label as u32, 0, 1, 0, 0]);
+        let address = 0x100_0000 + u64::from(q) * 0x10_0000;
+        memory.map_dwords(address, &s).unwrap();
+        total_dw += s.len() as u64;
+        buffers.push((q, address, s.len() as u32));
+    }
+    let mut group = c.benchmark_group("compute_queues");
+    group.throughput(Throughput::Elements(total_dw));
+    group.bench_function("56_queues_chained_waits", |b| {
+        b.iter(|| {
+            let gpu = Gpu::deterministic(memory.clone(), NullBackend, GpuConfig::default());
+            // Submitted last-to-first so every queue but the first waits.
+            for &(q, a, n) in buffers.iter().rev() {
+                gpu.submit(QueueId(q), a, n).unwrap();
+            }
+            gpu.run_until_idle().unwrap();
+        })
+    });
+    group.finish();
+}
+
+/// The full replay path (trace → deterministic GPU → summary) and the
+/// disassembler (text to a sink) over the corpus frame and every radv trace.
+fn bench_replay_and_disasm(c: &mut Criterion) {
+    use pm4core::disasm::{DisasmOptions, Disassembler};
+    use pm4core::replay::{replay, ReplayOptions};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces");
+    let mut paths = vec![dir.join("corpus/frame.pm4t"), dir.join("radv-frame.pm4t"), dir.join("radv-chain_grow.pm4t")];
+    paths.retain(|p| p.exists());
+    let mut group = c.benchmark_group("tools");
+    for path in paths {
+        let trace = Trace::read_file(&path).unwrap();
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        let outcome = replay(&trace, &ReplayOptions::default());
+        let dwords: u64 = outcome.summary.queues.iter().map(|q| q.dwords).sum();
+        group.throughput(Throughput::Elements(dwords));
+        group.bench_function(format!("{name}/replay"), |b| {
+            b.iter(|| black_box(replay(&trace, &ReplayOptions::default()).summary.packets.total))
+        });
+        group.bench_function(format!("{name}/disasm_text"), |b| {
+            b.iter(|| {
+                let d = Disassembler::for_trace(&trace, DisasmOptions::default());
+                black_box(d.write_text(&mut std::io::sink()).unwrap().packets)
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_streams, bench_real_traces, bench_compute_queues, bench_replay_and_disasm);
 criterion_main!(benches);

@@ -119,6 +119,7 @@ impl RegisterFile {
 
     /// Mutable registers `start..start + len`, clamped to the end of
     /// `start`'s page (allocating it); empty past the file.
+    #[inline]
     pub fn range_mut(&mut self, start: u32, len: u32) -> &mut [u32] {
         let i = start as usize;
         let at = i % REGISTER_PAGE;

@@ -26,17 +26,18 @@ fn space_of(opcode: Opcode) -> (u32, u32) {
     }
 }
 
+#[cold]
+fn run_leaves_space(state: &ProcessorState, first: u32, written: usize, total: usize) {
+    tracing::warn!(queue = %state.queue, "register run from {first:#x} leaves its space after {written} of {total} values");
+}
+
 /// Writes `values` to consecutive registers of a space from `offset`;
 /// values that would run past the space's end are dropped and logged.
+#[inline]
 pub(crate) fn write_run(state: &mut ProcessorState, base: u32, size: u32, offset: u32, values: &[u32]) {
     let available = size.saturating_sub(offset) as usize;
     let values = if values.len() > available {
-        tracing::warn!(
-            queue = %state.queue,
-            "register run from {:#x} leaves its space after {available} of {} values",
-            base + offset,
-            values.len()
-        );
+        run_leaves_space(state, base + offset, available, values.len());
         values.get(..available).unwrap_or(&[])
     } else {
         values
@@ -45,25 +46,24 @@ pub(crate) fn write_run(state: &mut ProcessorState, base: u32, size: u32, offset
     let actions = tables::register_actions(first, values.len());
     let mut marks = 0;
     let mut calls = false;
-    let mut done = 0usize;
-    while done < values.len() {
-        let rest = values.get(done..).unwrap_or(&[]);
-        let slots = state.regs.range_mut(first + done as u32, rest.len() as u32);
-        if slots.is_empty() {
-            break;
+    for action in actions {
+        match action {
+            tables::RegisterAction::None => {}
+            tables::RegisterAction::Mark(groups) => marks |= groups,
+            tables::RegisterAction::Call(_) => calls = true,
         }
+    }
+    let mut done = 0usize;
+    while let Some(rest) = values.get(done..).filter(|r| !r.is_empty()) {
+        let slots = state.regs.range_mut(first + done as u32, rest.len() as u32);
         let n = slots.len();
-        for ((slot, value), action) in slots
-            .iter_mut()
-            .zip(rest)
-            .zip(actions.get(done..).unwrap_or(&[]).iter().chain(std::iter::repeat(&tables::RegisterAction::None)))
-        {
-            *slot = *value;
-            match action {
-                tables::RegisterAction::None => {}
-                tables::RegisterAction::Mark(groups) => marks |= groups,
-                tables::RegisterAction::Call(_) => calls = true,
+        match rest.get(..n) {
+            Some(chunk) if n > 0 => {
+                for (slot, value) in slots.iter_mut().zip(chunk) {
+                    *slot = *value;
+                }
             }
+            _ => break,
         }
         done += n;
     }
