@@ -1394,20 +1394,35 @@ pub fn check_code_address(code_address: u64) -> Result<(), ShaderError> {
     Ok(())
 }
 
-fn memory_write(
-    mem: &mut dyn GuestMemory,
-    blob: &mut [u8],
-    header_address: u64,
+/// One relocation write, staged on the header's copy until the relocated
+/// header has been decoded: a header the final decode refuses is left
+/// untouched in guest memory.
+struct StagedWrite {
     offset: u32,
-    value: &[u8],
-) -> Result<(), ShaderError> {
-    let address = header_address.wrapping_add(u64::from(offset));
-    mem.write_bytes(address, value).map_err(|source| ShaderError::Memory {
-        what: "AGC header relocation",
-        address,
-        source,
-    })?;
+    bytes: [u8; 8],
+    len: usize,
+}
+
+fn stage(blob: &mut [u8], writes: &mut Vec<StagedWrite>, offset: u32, value: &[u8]) {
+    let mut bytes = [0u8; 8];
+    let len = value.len().min(8);
+    if let (Some(dst), Some(src)) = (bytes.get_mut(..len), value.get(..len)) {
+        dst.copy_from_slice(src);
+    }
     bytes::put(blob, offset as usize, value);
+    writes.push(StagedWrite { offset, bytes, len });
+}
+
+fn apply_writes(mem: &mut dyn GuestMemory, header_address: u64, writes: &[StagedWrite]) -> Result<(), ShaderError> {
+    for w in writes {
+        let address = header_address.wrapping_add(u64::from(w.offset));
+        let value = w.bytes.get(..w.len).unwrap_or(&[]);
+        mem.write_bytes(address, value).map_err(|source| ShaderError::Memory {
+            what: "AGC header relocation",
+            address,
+            source,
+        })?;
+    }
     Ok(())
 }
 
@@ -1461,10 +1476,11 @@ pub fn create_shader(
     };
 
     let layout = shader.layout;
+    let mut writes = Vec::new();
     for (_, field) in HEADER_POINTER_FIELDS {
         if let Some(target) = layout.header_pointer(field) {
             let value = header_address.wrapping_add(u64::from(target));
-            memory_write(mem, &mut blob, header_address, field, &value.to_le_bytes())?;
+            stage(&mut blob, &mut writes, field, &value.to_le_bytes());
         }
     }
     if let Some(ud) = layout.user_data {
@@ -1474,11 +1490,11 @@ pub fn create_shader(
             if let Some(target) = target {
                 let value = header_address.wrapping_add(u64::from(target));
                 let at = ud.saturating_add(field);
-                memory_write(mem, &mut blob, header_address, at, &value.to_le_bytes())?;
+                stage(&mut blob, &mut writes, at, &value.to_le_bytes());
             }
         }
     }
-    memory_write(mem, &mut blob, header_address, offsets::CODE, &code_address.to_le_bytes())?;
+    stage(&mut blob, &mut writes, offsets::CODE, &code_address.to_le_bytes());
 
     if let (Some(index), Some(sh_at)) = (shader.program_index, layout.sh_registers) {
         let (lo, hi_byte) = encode_program_address(code_address);
@@ -1486,11 +1502,13 @@ pub fn create_shader(
         let hi_at = lo_at.saturating_add(REGISTER_ENTRY_LEN);
         let old_hi = shader.sh_registers.get(index as usize + 1).map(|e| e.value).unwrap_or(0);
         let hi = (old_hi & 0xFFFF_FF00) | u32::from(hi_byte);
-        memory_write(mem, &mut blob, header_address, lo_at, &lo.to_le_bytes())?;
-        memory_write(mem, &mut blob, header_address, hi_at, &hi.to_le_bytes())?;
+        stage(&mut blob, &mut writes, lo_at, &lo.to_le_bytes());
+        stage(&mut blob, &mut writes, hi_at, &hi.to_le_bytes());
     }
 
-    AgcShader::decode(&blob, header_address, PointerMode::Absolute)
+    let relocated = AgcShader::decode(&blob, header_address, PointerMode::Absolute)?;
+    apply_writes(mem, header_address, &writes)?;
+    Ok(relocated)
 }
 
 /// Accepts a header that an earlier creation call already relocated (a trace
