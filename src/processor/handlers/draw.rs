@@ -115,16 +115,22 @@ fn charge(ctx: &mut Ctx<'_>) -> Result<(), Pm4Error> {
     Ok(())
 }
 
+/// Where an indirect draw packet asks the CP to put the record's values:
+/// SH registers relative to 0x2C00 (0 = nowhere).
+#[derive(Clone, Copy)]
+struct ArgumentLocations {
+    base_vtx: u32,
+    start_indx: u32,
+    start_inst: u32,
+    start_indx_enable: bool,
+}
+
 /// One indirect draw from the argument record at `args`.
-#[allow(clippy::too_many_arguments)]
 fn indirect_draw(
     ctx: &mut Ctx<'_>,
     indexed: bool,
     args: u64,
-    base_vtx_loc: u32,
-    start_indx_loc: u32,
-    start_inst_loc: u32,
-    start_indx_enable: bool,
+    locs: ArgumentLocations,
     draw_index: u32,
     initiator: u32,
 ) -> Result<(), Pm4Error> {
@@ -146,10 +152,10 @@ fn indirect_draw(
     } else {
         None
     };
-    write_loc(ctx, base_vtx_loc, if indexed { base_vertex as u32 } else { first });
-    write_loc(ctx, start_inst_loc, first_instance);
-    if start_indx_enable {
-        write_loc(ctx, start_indx_loc, first);
+    write_loc(ctx, locs.base_vtx, if indexed { base_vertex as u32 } else { first });
+    write_loc(ctx, locs.start_inst, first_instance);
+    if locs.start_indx_enable {
+        write_loc(ctx, locs.start_indx, first);
     }
     emit(
         ctx,
@@ -221,17 +227,13 @@ pub(crate) fn draw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> 
         } => {
             let args = ctx.state.bases.draw_indirect.wrapping_add(u64::from(data_offset)) & ADDRESS_MASK;
             ctx.write_register(r::VGT_DRAW_INITIATOR, initiator);
-            indirect_draw(
-                ctx,
-                indexed,
-                args,
-                base_vtx_loc,
-                start_indx_loc,
-                start_inst_loc,
+            let locs = ArgumentLocations {
+                base_vtx: base_vtx_loc,
+                start_indx: start_indx_loc,
+                start_inst: start_inst_loc,
                 start_indx_enable,
-                0,
-                initiator,
-            )?;
+            };
+            indirect_draw(ctx, indexed, args, locs, 0, initiator)?;
         }
         DrawBody::IndirectMulti {
             indexed,
@@ -251,6 +253,12 @@ pub(crate) fn draw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> 
             let n = if count_indirect { count.min(ctx.read_u32(count_address)?) } else { count };
             let base = ctx.state.bases.draw_indirect.wrapping_add(u64::from(data_offset));
             ctx.write_register(r::VGT_DRAW_INITIATOR, initiator);
+            let locs = ArgumentLocations {
+                base_vtx: base_vtx_loc,
+                start_indx: start_indx_loc,
+                start_inst: start_inst_loc,
+                start_indx_enable,
+            };
             for i in 0..n {
                 if i > 0 {
                     charge(ctx)?;
@@ -259,17 +267,7 @@ pub(crate) fn draw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> 
                     write_loc(ctx, draw_index_loc, i);
                 }
                 let args = base.wrapping_add(u64::from(i) * u64::from(stride)) & ADDRESS_MASK;
-                indirect_draw(
-                    ctx,
-                    indexed,
-                    args,
-                    base_vtx_loc,
-                    start_indx_loc,
-                    start_inst_loc,
-                    start_indx_enable,
-                    i,
-                    initiator,
-                )?;
+                indirect_draw(ctx, indexed, args, locs, i, initiator)?;
             }
         }
         DrawBody::IndexMultiAuto { prim_count, initiator, index_offset, index_count, .. } => {
