@@ -12,6 +12,8 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+// The assembler's syntax reference uses [brackets] for defaults, not links.
+#[allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 pub mod asm;
 pub mod backend;
 pub mod disasm;

@@ -855,7 +855,7 @@ impl fmt::Display for CondExec {
 pub struct SetRegisters<'a> {
     /// REG_OFFSET, relative to the space base.
     pub offset: u32,
-    /// INDEX, dw0 [31:28].
+    /// INDEX, dw0 \[31:28\].
     pub index: u32,
     pub values: &'a [u32],
 }
@@ -1208,7 +1208,7 @@ impl fmt::Display for StrmoutBufferUpdate {
 pub struct IndexBase {
     /// Byte address (2-byte aligned).
     pub address: u64,
-    /// gfx7 BASE_SELECT, dw1 [31:30].
+    /// gfx7 BASE_SELECT, dw1 \[31:30\].
     pub base_select: u32,
 }
 

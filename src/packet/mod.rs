@@ -10,7 +10,7 @@ pub use opcode::Opcode;
 
 use std::fmt;
 
-/// Header bits [31:30].
+/// Header bits \[31:30\].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PacketType {
     /// Direct register writes starting at a base register index.
@@ -44,7 +44,7 @@ impl Header {
         Header(0xC000_0000 | (count << 16) | ((opcode.0 as u32) << 8))
     }
 
-    /// Header bits [31:30].
+    /// Header bits \[31:30\].
     #[inline]
     pub const fn packet_type(self) -> PacketType {
         match self.0 >> 30 {
@@ -55,13 +55,13 @@ impl Header {
         }
     }
 
-    /// COUNT, bits [29:16] (body dwords minus one for types 0 and 3).
+    /// COUNT, bits \[29:16\] (body dwords minus one for types 0 and 3).
     #[inline]
     pub const fn count(self) -> u32 {
         (self.0 >> 16) & 0x3FFF
     }
 
-    /// IT_OPCODE, bits [15:8] (meaningful for type 3).
+    /// IT_OPCODE, bits \[15:8\] (meaningful for type 3).
     #[inline]
     pub const fn opcode(self) -> Opcode {
         Opcode(((self.0 >> 8) & 0xFF) as u8)
@@ -85,7 +85,7 @@ impl Header {
         self.0 & 4 != 0
     }
 
-    /// Type-0 BASE_INDEX, bits [15:0]: the first register written.
+    /// Type-0 BASE_INDEX, bits \[15:0\]: the first register written.
     #[inline]
     pub const fn type0_base(self) -> u32 {
         self.0 & 0xFFFF

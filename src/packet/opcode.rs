@@ -1,4 +1,4 @@
-//! Type-3 packet opcodes (IT_OPCODE, header bits [15:8]).
+//! Type-3 packet opcodes (IT_OPCODE, header bits \[15:8\]).
 //!
 //! [`Opcode`] is an open newtype: every byte value is representable, and
 //! the names below are the gfx10.3 opcode map (plus the gfx7 forms that still

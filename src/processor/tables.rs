@@ -4,7 +4,7 @@
 //! without an action is still stored in the register file; an action adds
 //! behaviour: marking the state groups a draw reports as changed, or
 //! calling a handler function.
-//! The custom-NOP table is in [`super::handlers::nop`].
+//! The custom-NOP table is `CUSTOM_NOPS` in `processor/handlers/nop.rs`.
 
 use super::context::{Ctx, Flow};
 use super::handlers::{const_engine, dispatch, draw, events, indirect, memory_ops, nop, predication, registers, wait};
@@ -24,7 +24,7 @@ pub(crate) enum OpcodeEntry {
     Unhandled,
     /// A plain register writer (SET_*_REG and their _INDEX forms): the
     /// values after dw0 go to consecutive registers of the space that
-    /// starts at `base` (`size` registers), from dw0 [15:0]. Described as
+    /// starts at `base` (`size` registers), from dw0 \[15:0\]. Described as
     /// data so the loop writes them without a handler call.
     SetRegisters { base: u32, size: u32 },
     /// Any other packet.

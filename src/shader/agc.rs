@@ -1333,7 +1333,7 @@ fn decode_user_data(
 
 /// The first SH entry holding the type's LO register, which must be directly
 /// followed by HI (KytyPS5's search, shader-containers.md §1.11 and §1.13;
-/// sh[0]/sh[1] in every observed container).
+/// sh\[0\]/sh\[1\] in every observed container).
 fn find_program_pair(
     sh: &[RegisterEntry],
     shader_type: ShaderType,
