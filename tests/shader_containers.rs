@@ -299,7 +299,7 @@ fn create_patches_each_type_pair_and_skips_halves() {
     for ty in ShaderType::ALL {
         let mut b = AgcBuilder::new(ty).sh_register(0x1, 0x5);
         if ty.program_registers().is_some() {
-            // Pair not first: KytyPS5 searches the whole table (§1.11).
+            // Pair not first: the whole table is searched (§1.11).
             let pair = ty.program_registers().unwrap();
             b = b.sh_registers([
                 RegisterEntry::new(0x1, 0x5),

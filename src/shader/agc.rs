@@ -21,7 +21,7 @@
 //!   `special_sizes_bytes` (§1.12);
 //! - register-table offsets are read as u32, as every runtime does; the
 //!   upper half is zero in all known data (§1.3);
-//! - the program pair per type is KytyPS5's (§1.10), found anywhere in the
+//! - the program pair per type is the one §1.10 prefers, found anywhere in the
 //!   SH table with HI directly after LO (§1.11, §1.13);
 //! - creation validates everything first, refuses a second relocation,
 //!   requires 256-byte aligned code and patches LO/HI as §3 recommends.
@@ -205,10 +205,10 @@ impl ShaderType {
     /// address, or `None` for types creation does not patch (front halves and
     /// functions).
     ///
-    /// KytyPS5's table (shader-containers.md §1.10): it is the one that fits
+    /// The table shader-containers.md §1.10 prefers: it is the one that fits
     /// the fusion API, where back halves carry their own address in the GS/HS
     /// registers and fusion writes the front half's address into ES/LS.
-    /// SharpEmu's different pairs for types 4, 6 and 7 (and its 0x8A/0x8B
+    /// The other reading's pairs for types 4, 6 and 7 (and 0x8A/0x8B as
     /// "PGM_LO/HI_GS", which are RSRC1/RSRC2_GS) are not followed.
     pub fn program_stage(self) -> Option<ShaderStage> {
         match self {
@@ -361,7 +361,7 @@ impl ProgramRegisterPair {
 }
 
 /// The code address a LO/HI pair encodes: LO holds bits 8..39, HI's low byte
-/// bits 40..47 (shader-containers.md §2.8, kytyps5-cp.md §7.3).
+/// bits 40..47 (shader-containers.md §2.8).
 #[inline]
 pub fn program_address(lo: u32, hi: u32) -> u64 {
     (u64::from(lo) << 8) | (u64::from(hi & 0xFF) << 40)
@@ -515,8 +515,7 @@ impl SpecialRegisters {
     }
 }
 
-/// Index into the direct-resource table (shader-containers.md §1.5; names
-/// from KytyPS5). The value stored at an index is the first user SGPR of that
+/// Index into the direct-resource table (shader-containers.md §1.5). The value stored at an index is the first user SGPR of that
 /// resource, or 0xFFFF when the program does not use it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
@@ -556,7 +555,7 @@ impl DirectResourceType {
         Self::ALL.get(index).copied()
     }
 
-    /// Name as used by KytyPS5.
+    /// Name of the slot (shader-containers.md §1.5).
     pub fn name(self) -> &'static str {
         match self {
             DirectResourceType::GdsCounterRange => "GdsCounterRange",
@@ -1332,7 +1331,7 @@ fn decode_user_data(
 }
 
 /// The first SH entry holding the type's LO register, which must be directly
-/// followed by HI (KytyPS5's search, shader-containers.md §1.11 and §1.13;
+/// followed by HI (shader-containers.md §1.11 and §1.13;
 /// sh\[0\]/sh\[1\] in every observed container).
 fn find_program_pair(
     sh: &[RegisterEntry],
@@ -1382,8 +1381,8 @@ pub(crate) fn read_header_blob(mem: &dyn GuestMemory, header_address: u64) -> Re
 // ---------------------------------------------------------------------------
 
 /// Checks a code address: non-null, inside the 48-bit space the program
-/// registers can encode, 256-byte aligned (shader-containers.md §1.8: Kyty
-/// and KytyPS5 require `(code & 0xFFFF_0000_0000_00FF) == 0`).
+/// registers can encode, 256-byte aligned (shader-containers.md §1.8:
+/// `(code & 0xFFFF_0000_0000_00FF) == 0`).
 pub fn check_code_address(code_address: u64) -> Result<(), ShaderError> {
     if code_address == 0 || code_address >= ADDRESS_SPACE_END {
         return Err(ShaderError::CodeAddressOutOfRange { code_address });
@@ -1439,15 +1438,15 @@ fn apply_writes(mem: &mut dyn GuestMemory, header_address: u64, writes: &[Staged
 /// Everything is validated before the first byte is written, so a rejected
 /// header is left untouched. Differences from the sources, following the
 /// reference's recommendations:
-/// - magic and version are checked *before* relocating (prosper, SharpEmu),
-///   not after (Kyty, KytyPS5), and so is every table bound (§1.13);
+/// - magic and version are checked *before* relocating, not after, and so
+///   is every table bound (§1.13);
 /// - a header that is already relocated (code field set, or pointers that
 ///   only make sense as absolute addresses) is refused with
 ///   [`ShaderError::AlreadyRelocated`] instead of being corrupted by a second
-///   relocation (§3; prosper's guard, §1.11);
-/// - code must be 256-byte aligned (Kyty/KytyPS5, §1.8);
+///   relocation (§3, §1.11);
+/// - code must be 256-byte aligned (§1.8);
 /// - LO = address bits 8..39, HI = (HI & 0xFFFF_FF00) | bits 40..47: the
-///   overwrite variant that keeps HI's upper bits as KytyPS5 does (§3). It
+///   overwrite variant that keeps HI's upper bits (§3). It
 ///   equals every source's result when the stored pair is zero, as in all
 ///   samples.
 pub fn create_shader(

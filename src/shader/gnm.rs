@@ -19,7 +19,7 @@ pub const ORBSHDR_SIGNATURE: [u8; 7] = *b"OrbShdr";
 pub const ORBSHDR_LEN: u32 = 0x1C;
 /// `s_mov_b32 vcc_hi, <literal>`: the first dword of compiler output.
 pub const VCC_HI_MOV_LITERAL: u32 = 0xBEEB_03FF;
-/// How far the fallback scan looks: 0x4000 dwords (shadPS4's bound).
+/// How far the fallback scan looks: 0x4000 dwords.
 pub const SCAN_LIMIT: u64 = 0x4000 * 4;
 /// `Shdr` file magic.
 pub const SHDR_MAGIC: u32 = 0x7264_6853;
@@ -251,7 +251,7 @@ impl OrbShdrInfo {
         GnmBinaryType::from_raw(self.binary_type)
     }
 
-    /// hash0 and hash1 as the u64 shadPS4 keys its caches by.
+    /// hash0 and hash1 as one u64 (a natural cache key).
     pub fn shader_hash(&self) -> u64 {
         u64::from(self.shader_hash0) | (u64::from(self.shader_hash1) << 32)
     }
@@ -303,7 +303,7 @@ fn has_signature(code: &[u8], offset: u64) -> bool {
 /// Finds the `OrbShdr` block in `code` (bytes from the code address on):
 /// the `vcc_hi` literal's candidate when its signature matches, otherwise
 /// the first signature at a 4-byte step within [`SCAN_LIMIT`] bytes
-/// (shadPS4's procedure, shader-containers.md §2.8 and §3).
+/// (shader-containers.md §2.8 and §3).
 pub fn locate_orbshdr(code: &[u8]) -> Result<OrbShdrLocation, ShaderError> {
     if let Some(candidate) = vcc_hi_candidate(code) {
         if has_signature(code, candidate) {
@@ -405,7 +405,7 @@ pub fn usage_type_dwords(usage_type: u8) -> Option<u32> {
 }
 
 /// The input-usage chunk before the block: slots followed by usage-mask
-/// dwords (Kyty's reading, shader-containers.md §2.7).
+/// dwords (shader-containers.md §2.7).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct UsageChunk {

@@ -3,7 +3,7 @@
 //! On PS5 the command processor only ever sees a program's code address (the
 //! SPI_SHADER_PGM_LO/HI or COMPUTE_PGM_LO/HI writes); the container that
 //! describes it is found through the creation call that associated the two
-//! (kytyps5-cp.md §7.2 step 3). [`ShaderRegistry`] is that association: a
+//! (the creation call's contract). [`ShaderRegistry`] is that association: a
 //! `SHDR` trace chunk or an emulator's `sceAgcCreateShader` goes through
 //! [`ShaderRegistry::create`], and the processor asks
 //! [`ShaderRegistry::resolve`] at every draw or dispatch. A code address
