@@ -13,6 +13,8 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod backend;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod import;
 pub mod memory;
 pub mod packet;
