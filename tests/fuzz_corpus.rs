@@ -100,6 +100,8 @@ fn the_seeds_are_what_the_generators_write() {
             assert!(stored == bytes, "{} differs from its generator (rewrite the seeds)", path.display());
         }
     }
+    let stored = std::fs::read_to_string(fuzz_dir().join(DICT)).unwrap_or_default();
+    assert!(stored == processor_dict(), "{DICT} differs from its generator (rewrite the seeds)");
 }
 
 #[test]
@@ -117,6 +119,43 @@ fn write_seed_corpus() {
             std::fs::write(dir.join(format!("seed-{name}")), bytes).unwrap();
         }
     }
+    std::fs::create_dir_all(fuzz_dir().join("dicts")).unwrap();
+    std::fs::write(fuzz_dir().join(DICT), processor_dict()).unwrap();
+}
+
+/// The `processor` target's libFuzzer dictionary, relative to `fuzz/`.
+const DICT: &str = "dicts/processor.dict";
+
+/// A type-3 header for every named opcode at the body lengths packets use
+/// (and the one-dword form), the addresses the harness maps, and a few
+/// dwords the processor gives meaning to.
+fn processor_dict() -> String {
+    let quote = |bytes: &[u8]| bytes.iter().map(|b| format!("\\x{b:02x}")).collect::<String>();
+    let mut text = String::from(
+        "# libFuzzer dictionary of the `processor` target, written by\n\
+         # `cargo test --test fuzz_corpus -- --ignored write_seed_corpus`.\n",
+    );
+    for op in Opcode::all_named() {
+        for count in [0u32, 1, 2, 3, 4, 5, 6, 7, 8, 12, 0x3FFF] {
+            let header = 0xC000_0000 | (count << 16) | (u32::from(op.0) << 8);
+            let name = op.name().unwrap_or("unknown").to_lowercase();
+            text.push_str(&format!("{name}_{count}=\"{}\"\n", quote(&header.to_le_bytes())));
+        }
+    }
+    for (name, value) in [
+        ("cmd_base", CMD_BASE as u32),
+        ("data_base", DATA_BASE as u32),
+        ("scratch_base", SCRATCH_BASE as u32),
+        ("shader_code", SHADER_CODE as u32),
+        ("shader_code_page", (SHADER_CODE >> 8) as u32),
+        ("nop_pad", NOP_PAD),
+        ("type2_filler", TYPE2_FILLER),
+        ("host_command", HOST_COMMAND_SIGNATURE),
+    ] {
+        text.push_str(&format!("{name}=\"{}\"\n", quote(&value.to_le_bytes())));
+    }
+    text.push_str(&format!("valid_bit=\"{}\"\n", quote(&(1u64 << 63).to_le_bytes())));
+    text
 }
 
 fn file_name(path: &Path) -> String {
