@@ -105,6 +105,29 @@ fn the_seeds_are_what_the_generators_write() {
 }
 
 #[test]
+fn the_checksum_fixers_leave_valid_files_alone_and_repair_broken_ones() {
+    use pm4core::fuzzing::import::with_fixed_hashes;
+    use pm4core::fuzzing::trace::with_fixed_crcs;
+    for (_, trace) in trace_seeds() {
+        assert_eq!(with_fixed_crcs(&trace), trace);
+        let mut broken = trace.clone();
+        let last = broken.len() - 1;
+        broken[last] ^= 1;
+        assert!(Trace::from_bytes(broken.clone()).is_err());
+        assert_eq!(with_fixed_crcs(&broken), trace);
+    }
+    let capture = kycap(&[(1, 0, 0, &[NOP_PAD], &[]), (3, u32::MAX, 0, &[], &[])]);
+    assert_eq!(with_fixed_hashes(&capture), capture);
+    let mut broken = capture.clone();
+    broken[24 + 40] ^= 0xFF; // the first record's only dword
+    broken[capture.len() - 1] ^= 1; // the footer hash
+    let fixed = with_fixed_hashes(&broken);
+    let limits = pm4core::import::KycapLimits::default();
+    assert!(pm4core::import::parse_kycap(&broken, &limits).is_err());
+    assert!(pm4core::import::parse_kycap(&fixed, &limits).is_ok());
+}
+
+#[test]
 #[ignore = "writes the seed corpus into fuzz/corpus/"]
 fn write_seed_corpus() {
     for (target, seeds) in seeds() {
@@ -871,5 +894,6 @@ fn import_seeds() -> Seeds {
         ("kycap-limited-named", import_input(1 | (2 << 3) | 0x40, 0, 0, &capture)),
         ("kycap-at-the-top", import_input(1 | 4, 0, 0, &kycap(&[(1, 0, 0, &dcb.dw, &[])]))),
         ("kycap-given-base", import_input(1 | 6 | (7 << 3), IMPORT_BASE - 0x100, 0, &capture)),
+        ("kycap-hashes-made-right", import_input(1 | 0x80, 0, 0, &capture)),
     ]
 }

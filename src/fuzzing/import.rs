@@ -7,8 +7,10 @@
 //! Input layout: `u8` mode (bit 0: KYCAP rather than raw; bits 1-2: the
 //! address, from [`IMPORT_BASE`], 0x1000, just below the top of the
 //! address space, or the `u64` that follows; bits 3-5: the KYCAP event
-//! limit, 1 << n; bit 6: name a source with a line break in it), `u64`
-//! address, `u8` raw queue, then the file's bytes.
+//! limit, 1 << n; bit 6: name a source with a line break in it; bit 7:
+//! make every KYCAP hash right first, so that mutations reach the rules
+//! behind the hash checks), `u64` address, `u8` raw queue, then the file's
+//! bytes.
 
 use super::trace::check_trace;
 use super::{Input, Outcome, Violation};
@@ -17,6 +19,7 @@ use crate::import::{
 };
 use crate::memory::ADDRESS_SPACE_END;
 use crate::trace::Trace;
+use xxhash_rust::xxh3::xxh3_64;
 
 const TARGET: &str = "import";
 
@@ -40,6 +43,13 @@ pub fn import(data: &[u8]) -> Outcome {
         ..ImportOptions::default()
     };
 
+    let fixed;
+    let bytes = if mode & 0x80 != 0 {
+        fixed = with_fixed_hashes(bytes);
+        &fixed[..]
+    } else {
+        bytes
+    };
     let imported = if mode & 1 == 0 {
         import_raw(bytes, address, queue, &options)
     } else {
@@ -63,4 +73,32 @@ pub fn import(data: &[u8]) -> Outcome {
             Ok(())
         }
     }
+}
+
+/// A copy of `data` with the XXH3 hash of every KYCAP record whose size
+/// field lies inside the file, and of the footer, recomputed (records are
+/// walked by their size fields, as the reader walks them).
+pub fn with_fixed_hashes(data: &[u8]) -> Vec<u8> {
+    use crate::import::kycap::{FOOTER_HASH_OFFSET, FOOTER_LEN, HEADER_LEN, RECORD_HASH_OFFSET, RECORD_HEADER_LEN};
+    let mut bytes = data.to_vec();
+    let mut at = HEADER_LEN;
+    while bytes.len().saturating_sub(at) > FOOTER_LEN {
+        let size = bytes.get(at..at + 4).map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
+        if size < RECORD_HEADER_LEN {
+            return bytes;
+        }
+        let Some(record) = bytes.get_mut(at..at.saturating_add(size)) else {
+            return bytes;
+        };
+        record[RECORD_HASH_OFFSET..RECORD_HEADER_LEN].fill(0);
+        let hash = xxh3_64(record).to_le_bytes();
+        record[RECORD_HASH_OFFSET..RECORD_HEADER_LEN].copy_from_slice(&hash);
+        at += size;
+    }
+    if let Some(footer) = bytes.get_mut(at..).filter(|f| f.len() == FOOTER_LEN) {
+        footer[FOOTER_HASH_OFFSET..].fill(0);
+        let hash = xxh3_64(footer).to_le_bytes();
+        footer[FOOTER_HASH_OFFSET..].copy_from_slice(&hash);
+    }
+    bytes
 }

@@ -12,8 +12,8 @@ use crate::backend::{QueueId, RecordingBackend};
 use crate::memory::{GuestMemory, SparseMemory};
 use crate::processor::{Env, ProcessStatus, Processor, ProcessorConfig};
 use crate::shader::ShaderRegistry;
-use crate::trace::format::CHUNK_HEAD_LEN;
-use crate::trace::{Trace, TraceEvent, TraceWriter};
+use crate::trace::format::{chunk_crc, pad_len, CHUNK_HEAD_LEN, HEADER_LEN};
+use crate::trace::{Tag, Trace, TraceEvent, TraceWriter};
 
 const TARGET: &str = "trace_reader";
 
@@ -25,15 +25,52 @@ const REPLAY_BUDGET: u64 = 4_000;
 const SLICE: u64 = 1_000;
 const SLICES: usize = 4;
 
-/// The `trace_reader` harness.
+/// The `trace_reader` harness: the input as it is, then (when it differs)
+/// with every chunk's CRC made right, so that mutations reach the rules
+/// behind the CRC check instead of stopping at it.
 pub fn trace_reader(data: &[u8]) -> Outcome {
-    match Trace::from_bytes(data.to_vec()) {
+    check_bytes(data.to_vec())?;
+    let fixed = with_fixed_crcs(data);
+    if fixed != data {
+        check_bytes(fixed)?;
+    }
+    Ok(())
+}
+
+fn check_bytes(bytes: Vec<u8>) -> Outcome {
+    match Trace::from_bytes(bytes) {
         Ok(trace) => check_trace(TARGET, &trace),
         Err(e) => {
             let _ = e.to_string();
             Ok(())
         }
     }
+}
+
+/// A copy of `data` with the CRC of every chunk whose bounds lie inside
+/// the file recomputed, from the first chunk on, up to the first chunk that
+/// runs past the end.
+pub fn with_fixed_crcs(data: &[u8]) -> Vec<u8> {
+    let mut bytes = data.to_vec();
+    let mut at = HEADER_LEN;
+    while let Some(head) = bytes.get(at..at + CHUNK_HEAD_LEN) {
+        let tag = Tag([head[0], head[1], head[2], head[3]]);
+        let len = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as usize;
+        let payload_at = at + CHUNK_HEAD_LEN;
+        let Some(crc_at) = payload_at.checked_add(len).map(|end| end + pad_len(len as u64) as usize) else {
+            break;
+        };
+        let Some(payload) = bytes.get(payload_at..payload_at + len) else {
+            break;
+        };
+        let crc = chunk_crc(tag, payload).to_le_bytes();
+        let Some(slot) = bytes.get_mut(crc_at..crc_at + 4) else {
+            break;
+        };
+        slot.copy_from_slice(&crc);
+        at = crc_at + 4;
+    }
+    bytes
 }
 
 /// Everything a trace the reader accepted must allow (shared with the
