@@ -17,6 +17,8 @@
 pub mod asm;
 pub mod backend;
 pub mod disasm;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gpu;
 pub mod import;
 pub mod inspect;
