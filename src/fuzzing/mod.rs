@@ -10,6 +10,7 @@
 //! failure. The harnesses themselves never panic, and their work is bounded
 //! by construction: small work budgets, bounded resumes, bounded slices.
 
+pub mod assembler;
 pub mod import;
 mod input;
 pub mod processor;
@@ -18,6 +19,7 @@ pub mod trace;
 
 use std::fmt;
 
+pub use assembler::assembler;
 pub use import::import;
 pub use input::Input;
 pub use processor::processor;
@@ -55,11 +57,12 @@ pub type Harness = fn(&[u8]) -> Outcome;
 
 /// Every fuzz target by name (the name of its `fuzz/fuzz_targets/*.rs` file
 /// and of its `fuzz/corpus/` and `fuzz/regressions/` folders).
-pub const TARGETS: [(&str, Harness); 4] = [
+pub const TARGETS: [(&str, Harness); 5] = [
     ("trace_reader", trace_reader),
     ("processor", processor),
     ("shader_containers", shader_containers),
     ("import", import),
+    ("assembler", assembler),
 ];
 
 /// The harness of a target, by name.

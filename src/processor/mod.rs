@@ -639,8 +639,11 @@ fn run_stream(
                     return Ok(StreamStatus::RunConstantEngine);
                 }
                 Flow::Suspend(reason) => {
-                    // Re-executed on resume: put the cursor back on the packet.
+                    // Re-executed on resume: put the cursor back on the packet,
+                    // and do not charge the work budget for the attempt (a
+                    // long wait must not end in WorkBudgetExhausted).
                     set_offset(exec, depth, offset);
+                    exec.packets = exec.packets.saturating_sub(1);
                     exec.suspended = Some(reason);
                     state.stats.waits += 1;
                     return Ok(StreamStatus::Suspended(reason));

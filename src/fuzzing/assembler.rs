@@ -2,12 +2,6 @@
 //! or assemble, never panic; an error must print; what it assembles must be
 //! a trace the reader accepts and that passes every check of the
 //! `trace_reader` harness (map, rewrite, replay on small processors).
-//!
-//! Pending: enabled by the integrator once `pm4core::asm` is in the library
-//! (rename to `assembler.rs`, add `pub mod assembler;` and
-//! `pub use assembler::assembler;` to `src/fuzzing/mod.rs` and the entry to
-//! `TARGETS`). If `assemble` returns something other than trace bytes,
-//! adjust the `Ok` arm.
 
 use super::trace::check_trace;
 use super::{Outcome, Violation};
