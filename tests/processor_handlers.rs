@@ -556,3 +556,43 @@ fn no_effect_packets_are_emulated_not_reported() {
     assert!(h.log().is_empty());
     assert_eq!(h.processor.stats().not_emulated.iter().sum::<u64>(), 0);
 }
+
+#[test]
+fn conditional_constant_engine_buffer_and_dump_increment() {
+    let mut h = Harness::new();
+    h.memory.write_u64(SCRATCH + 0x80, 5).unwrap();
+    // IB1 (taken when *cmp == 5) dumps with INCREMENT_CE; IB2 would not.
+    let ib1 = Cmd::new()
+        .pkt3(Opcode::WRITE_CONST_RAM, &[0, 0xAB])
+        .pkt3(Opcode::DUMP_CONST_RAM, &[1 << 30, 1, lo(SCRATCH), 0]);
+    let ib2 = Cmd::new().pkt3(Opcode::WRITE_CONST_RAM, &[0, 0xBAD]);
+    h.map(0x6000, &ib1);
+    h.map(0x7000, &ib2);
+    let cond = [
+        2 | (3 << 8), // MODE if-then-else, FUNCTION ==
+        lo(SCRATCH + 0x80),
+        0,
+        u32::MAX,
+        u32::MAX,
+        5,
+        0,
+        0x6000,
+        0,
+        ib1.len(),
+        0x7000,
+        0,
+        ib2.len(),
+    ];
+    let de = Cmd::new().pkt3(Opcode::INDIRECT_BUFFER_CONST, &cond).pkt3(Opcode::WAIT_ON_CE_COUNTER, &[0]);
+    assert_eq!(h.run(&de), Ok(ProcessStatus::Completed));
+    assert_eq!(h.read32(SCRATCH), 0xAB);
+    assert_eq!(h.processor.state().ce_counter, 1);
+}
+
+#[test]
+fn set_queue_reg_keeps_the_queue_registers() {
+    let mut h = Harness::with_config(QueueId::compute(1, 2).unwrap(), ProcessorConfig::default());
+    assert_eq!(h.run(&Cmd::new().pkt3(Opcode::SET_QUEUE_REG, &[0x10, 7, 8])), Ok(ProcessStatus::Completed));
+    assert_eq!(&h.processor.state().queue_registers[0x10..0x12], &[7, 8]);
+    assert_eq!(h.processor.stats().not_emulated_count(Opcode::SET_QUEUE_REG), 0);
+}

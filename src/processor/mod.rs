@@ -244,6 +244,9 @@ pub struct ProcessorState {
     pub(crate) context_stack: Vec<Box<[u32]>>,
     /// CONTEXT_CONTROL load/shadow enables.
     pub context_control: (u32, u32),
+    /// Queue registers set by SET_QUEUE_REG (compute queues; 256 entries
+    /// once written).
+    pub queue_registers: Vec<u32>,
     /// Deterministic clock for timestamps when the backend has none.
     pub clock: u64,
 }
@@ -268,6 +271,7 @@ impl ProcessorState {
             ce_pending: Vec::new(),
             context_stack: Vec::new(),
             context_control: (0, 0),
+            queue_registers: Vec::new(),
             clock: 0,
         }
     }

@@ -130,6 +130,7 @@ const fn opcode_table() -> [OpcodeEntry; 256] {
         DRAW_INDEX_INDIRECT_COUNT_MULTI => draw::draw,
         DUMP_CONST_RAM_OFFSET => const_engine::dump_const_ram,
         LOAD_CONTEXT_REG_INDEX => registers::load_reg_index,
+        SET_QUEUE_REG => registers::set_queue_reg,
     }
     t
 }

@@ -50,7 +50,8 @@ pub(crate) fn load_const_ram(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, 
     Ok(Flow::Continue)
 }
 
-/// DUMP_CONST_RAM and DUMP_CONST_RAM_OFFSET: CE RAM → memory.
+/// DUMP_CONST_RAM and DUMP_CONST_RAM_OFFSET: CE RAM → memory; with
+/// INCREMENT_CE set the CE counter is bumped after the dump.
 pub(crate) fn dump_const_ram(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
     let d0 = p.dw(0).map_err(|e| ctx.body_err(e))?;
     let num = p.dw(1).map_err(|e| ctx.body_err(e))? & 0x7FFF;
@@ -66,6 +67,10 @@ pub(crate) fn dump_const_ram(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, 
         None => Ok(()),
     };
     result.map_err(|e| ctx.mem_err(e))?;
+    // INCREMENT_CE (bit 30, gfx10 order): bump the CE counter once dumped.
+    if d0 & (1 << 30) != 0 {
+        ctx.state.ce_counter = ctx.state.ce_counter.wrapping_add(1);
+    }
     Ok(Flow::Continue)
 }
 

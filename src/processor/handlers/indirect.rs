@@ -46,14 +46,29 @@ pub(crate) fn indirect_buffer(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow,
 
 /// INDIRECT_BUFFER_CONST: on the drawing engine it hands the buffer to the
 /// constant engine; inside a constant-engine stream it is an ordinary call.
+/// The conditional form (COND_INDIRECT_BUFFER_CONST, COUNT 12) picks IB1
+/// or IB2 the same way the drawing engine's form does.
 pub(crate) fn indirect_buffer_const(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let ib = IndirectBuffer::decode(p).map_err(|e| ctx.body_err(e))?;
+    let (address, size_dw, chain) = if p.body.len() >= 13 {
+        let c = CondIndirectBuffer::decode(p).map_err(|e| ctx.body_err(e))?;
+        let value = ctx.read_u64(c.compare_address)?;
+        if c.function.test(value & c.mask, c.reference) {
+            (c.ib1.0, c.ib1.1, false)
+        } else if c.mode == 2 {
+            (c.ib2.0, c.ib2.1, false)
+        } else {
+            return Ok(Flow::Continue);
+        }
+    } else {
+        let ib = IndirectBuffer::decode(p).map_err(|e| ctx.body_err(e))?;
+        (ib.address, ib.size_dw, ib.chain)
+    };
     if ctx.engine == Engine::Ce {
-        return enter(ctx, ib.address, ib.size_dw, ib.chain);
+        return enter(ctx, address, size_dw, chain);
     }
-    if ib.size_dw == 0 {
+    if size_dw == 0 {
         return Ok(Flow::Continue);
     }
-    ctx.state.ce_pending.push((ib.address, ib.size_dw));
+    ctx.state.ce_pending.push((address, size_dw));
     Ok(Flow::RunConstantEngine)
 }

@@ -234,3 +234,18 @@ pub(crate) fn context_control(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow,
     ctx.state.context_control = (l, s);
     Ok(Flow::Continue)
 }
+
+/// SET_QUEUE_REG (compute queues): values for the queue's own registers
+/// from dw0 [7:0] on, kept per processor (256 of them).
+pub(crate) fn set_queue_reg(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let d0 = p.dw(0).map_err(|e| ctx.body_err(e))?;
+    let regs = &mut ctx.state.queue_registers;
+    if regs.len() != 256 {
+        regs.resize(256, 0);
+    }
+    let offset = (d0 & 0xFF) as usize;
+    for (slot, value) in regs.iter_mut().skip(offset).zip(p.body.get(1..).unwrap_or(&[])) {
+        *slot = *value;
+    }
+    Ok(Flow::Continue)
+}
