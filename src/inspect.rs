@@ -52,7 +52,7 @@ pub struct TraceReport {
     pub shaders: Vec<ShaderLine>,
 }
 
-fn detail(trace: &Trace, event: &TraceEvent) -> String {
+fn detail(event: &TraceEvent) -> String {
     match event {
         TraceEvent::MemRegion { address, data, .. } => format!("{address:#x}..{:#x}", address + data.len()),
         TraceEvent::ZeroRegion { address, len, .. } => format!("{address:#x}..{:#x} (zero)", address + len),
@@ -64,10 +64,7 @@ fn detail(trace: &Trace, event: &TraceEvent) -> String {
             format!("header {header_address:#x}, code {code_address:#x}{}", if *relocated { ", relocated" } else { "" })
         }
         TraceEvent::Note { text, .. } => text.lines().next().unwrap_or("").to_string(),
-        TraceEvent::Ancillary { .. } => {
-            let _ = trace;
-            "skipped".to_string()
-        }
+        TraceEvent::Ancillary { .. } => "skipped".to_string(),
     }
 }
 
@@ -90,7 +87,7 @@ pub fn inspect_trace(trace: &Trace) -> TraceReport {
         let detail = if chunk.tag.as_bytes() == b"INFO" || chunk.tag.as_bytes() == b"END " {
             String::new()
         } else {
-            events.next().map(|e| detail(trace, e)).unwrap_or_default()
+            events.next().map(detail).unwrap_or_default()
         };
         report.chunks.push(ChunkLine {
             index: chunk.index,

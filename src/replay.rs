@@ -460,10 +460,7 @@ pub fn replay_with_progress(trace: &Trace, options: &ReplayOptions, progress: &m
         }
     }
     for query in &options.memory {
-        let value = gpu.with_memory_ref(|m| {
-            let mut bytes = vec![0u8; query.len as usize];
-            m.read_bytes(query.address, &mut bytes).map(|()| hex::encode(&bytes))
-        });
+        let value = gpu.with_memory_ref(|m| read_range(m, query.address, query.len).map(hex::encode));
         match value {
             Ok(hex) => {
                 summary.memory.insert(query.label.clone(), hex);
@@ -515,8 +512,8 @@ fn timeline_json(packets: &[TimelinePacket]) -> String {
     out
 }
 
-/// Reads memory through any [`GuestMemory`] (helper for tools).
-pub fn read_range(memory: &dyn GuestMemory, address: u64, len: u64) -> Result<Vec<u8>, MemoryError> {
+/// `len` bytes of guest memory at `address`.
+fn read_range(memory: &dyn GuestMemory, address: u64, len: u64) -> Result<Vec<u8>, MemoryError> {
     let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
     memory.read_bytes(address, &mut bytes)?;
     Ok(bytes)

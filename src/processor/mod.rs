@@ -581,26 +581,28 @@ fn run_stream(
             let window_range = window.range();
             let words = window.slice(start, length);
             let opcode = header.opcode();
-            let entry = tables::OPCODE_TABLE[opcode.0 as usize];
-
             // Register writers touch neither the stack nor memory: no
             // write-back of the cursor, no handler context.
-            if let tables::OpcodeEntry::SetRegisters { base, size: space_size } = entry {
-                match words.get(1..).and_then(|body| body.split_first()) {
-                    Some((first, values)) => {
-                        handlers::registers::write_run(state, base, space_size, first & 0xFFFF, values)
+            let handler = match tables::OPCODE_TABLE[opcode.0 as usize] {
+                tables::OpcodeEntry::Handler(handler) => Some(handler),
+                tables::OpcodeEntry::Unhandled => None,
+                tables::OpcodeEntry::SetRegisters { base, size: space_size } => {
+                    match words.get(1..).and_then(|body| body.split_first()) {
+                        Some((first, values)) => {
+                            handlers::registers::write_run(state, base, space_size, first & 0xFFFF, values)
+                        }
+                        None => {
+                            return Err(Pm4Error::MalformedPacket {
+                                location,
+                                source: crate::packet::body::BodyError::Missing { opcode, index: 0, body_len: 0 },
+                            })
+                        }
                     }
-                    None => {
-                        return Err(Pm4Error::MalformedPacket {
-                            location,
-                            source: crate::packet::body::BodyError::Missing { opcode, index: 0, body_len: 0 },
-                        })
-                    }
+                    offset += length;
+                    count_packet(state, env, header, length, buffer, size, packet_offset);
+                    continue;
                 }
-                offset += length;
-                count_packet(state, env, header, length, buffer, size, packet_offset);
-                continue;
-            }
+            };
 
             // Built in place (not copied from `location`): a wide copy of a
             // freshly written small struct stalls store forwarding.
@@ -614,9 +616,8 @@ fn run_stream(
             set_offset(exec, depth, offset + length);
 
             let mut stale = false;
-            let flow = match entry {
-                tables::OpcodeEntry::SetRegisters { .. } => Flow::Continue,
-                tables::OpcodeEntry::Handler(handler) => {
+            let flow = match handler {
+                Some(handler) => {
                     let mut ctx = Ctx {
                         engine,
                         exec: &mut *exec,
@@ -631,7 +632,7 @@ fn run_stream(
                     stale = ctx.memory.touched_window();
                     flow?
                 }
-                tables::OpcodeEntry::Unhandled => handlers::unhandled(state, env, &packet)?,
+                None => handlers::unhandled(state, env, &packet)?,
             };
             if stale {
                 window.invalidate();

@@ -85,7 +85,8 @@ impl PrefetchWindow {
         remaining: usize,
     ) -> Result<(), MemoryError> {
         self.len = 0;
-        let want = remaining.min(need.max(FILL_DW)).min(CAPACITY_DW).max(need.min(CAPACITY_DW));
+        // `need` (one packet) never exceeds `remaining` or the capacity.
+        let want = remaining.min(need.max(FILL_DW)).min(CAPACITY_DW);
         if self.words.len() < want {
             self.words.resize(want, 0);
         }
