@@ -11,7 +11,7 @@ use tracing::Span;
 use crate::backend::{Backend, QueueId};
 use crate::memory::GuestMemory;
 use crate::packet::body::PollTarget;
-use crate::processor::{Env, ProcessStatus, Processor, ProcessorConfig, SuspendReason};
+use crate::processor::{Env, GlobalState, ProcessStatus, Processor, ProcessorConfig, SuspendReason};
 use crate::shader::ShaderRegistry;
 
 use super::error::{GpuError, QueueStall, StallReport};
@@ -102,6 +102,8 @@ enum Watch {
     AnyWrite,
     /// Only the host (a wait on the queue's own register file).
     Host,
+    /// A write to the GPU-wide UCONFIG registers (by any queue or the host).
+    Uconfig,
 }
 
 /// The bytes whose change may end a wait on memory, as a watch.
@@ -124,6 +126,9 @@ fn watch_for(reason: &SuspendReason, processor: &Processor) -> Watch {
         return watch;
     }
     match reason {
+        SuspendReason::WaitRegMem { target: PollTarget::Register(r), .. } if GlobalState::is_uconfig(*r) => {
+            Watch::Uconfig
+        }
         SuspendReason::WaitRegMem { target: PollTarget::Register(_), .. } => Watch::Host,
         // The drawing engine waits on the constant engine, which may wait on memory.
         _ => processor.constant_engine().suspended.as_ref().and_then(memory_watch).unwrap_or(Watch::AnyWrite),
@@ -135,6 +140,7 @@ fn watch_for(reason: &SuspendReason, processor: &Processor) -> Watch {
 pub(crate) struct LazyProcessor {
     id: QueueId,
     config: Arc<ProcessorConfig>,
+    global: Arc<GlobalState>,
     inner: Option<Box<Processor>>,
 }
 
@@ -146,8 +152,10 @@ impl LazyProcessor {
 
     /// The processor, created on first use.
     pub(crate) fn get_mut(&mut self) -> &mut Processor {
-        let (id, config) = (self.id, &self.config);
-        self.inner.get_or_insert_with(|| Box::new(Processor::with_config(id, ProcessorConfig::clone(config))))
+        let (id, config, global) = (self.id, &self.config, &self.global);
+        self.inner.get_or_insert_with(|| {
+            Box::new(Processor::with_global(id, ProcessorConfig::clone(config), Arc::clone(global)))
+        })
     }
 
     fn queue(&self) -> QueueId {
@@ -197,6 +205,8 @@ pub(crate) struct Sched {
     pub(crate) stats: GpuStats,
     /// Handles told about the current stall (threaded mode).
     flagged: Vec<Arc<Slot<SubmissionReport>>>,
+    /// The UCONFIG registers and GDS every queue shares.
+    pub(crate) global: Arc<GlobalState>,
 }
 
 impl Drop for Sched {
@@ -227,12 +237,18 @@ pub(crate) enum Step {
 
 impl Sched {
     pub(crate) fn new(config: &ProcessorConfig, slice_packets: u64) -> Self {
+        let global = Arc::new(GlobalState::new(config.gds_bytes));
         let config = Arc::new(config.clone());
         let queues = (0..QueueId::COUNT)
             .map(|q| {
                 let id = QueueId(q);
                 QueueSlot {
-                    processor: LazyProcessor { id, config: Arc::clone(&config), inner: None },
+                    processor: LazyProcessor {
+                        id,
+                        config: Arc::clone(&config),
+                        global: Arc::clone(&global),
+                        inner: None,
+                    },
                     fifo: VecDeque::new(),
                     running: None,
                     wait: None,
@@ -249,6 +265,7 @@ impl Sched {
             suspended: 0,
             stats: GpuStats::default(),
             flagged: Vec::new(),
+            global,
         }
     }
 
@@ -299,9 +316,24 @@ impl Sched {
             let hit = match q.wait {
                 Some((_, Watch::Range(start, end))) => self.log.overlaps(start, end),
                 Some((_, Watch::AnyWrite)) => true,
-                Some((_, Watch::Host)) | None => false,
+                Some((_, Watch::Host | Watch::Uconfig)) | None => false,
             };
             if hit {
+                q.wait = None;
+                self.suspended = self.suspended.saturating_sub(1);
+                self.stats.wakes += 1;
+            }
+        }
+    }
+
+    /// Wakes the queues (except `skip`) waiting on a UCONFIG register: the
+    /// GPU-wide registers were written.
+    pub(crate) fn wake_uconfig_watchers(&mut self, skip: Option<usize>) {
+        if self.suspended == 0 {
+            return;
+        }
+        for (i, q) in self.queues.iter_mut().enumerate() {
+            if Some(i) != skip && matches!(q.wait, Some((_, Watch::Uconfig))) {
                 q.wait = None;
                 self.suspended = self.suspended.saturating_sub(1);
                 self.stats.wakes += 1;
@@ -569,6 +601,7 @@ impl<M: GuestMemory, B: Backend> Core<M, B> {
         running.slices += 1;
         backend.current = running.sub.id;
         sched.log.clear();
+        let uconfig_writes = sched.global.uconfig_writes();
         let status = {
             let _entered = running.span.enter();
             let mut tracked = Tracked { inner: memory, log: &mut sched.log };
@@ -592,5 +625,8 @@ impl<M: GuestMemory, B: Backend> Core<M, B> {
             }
         }
         sched.wake_watchers(Some(queue));
+        if sched.global.uconfig_writes() != uconfig_writes {
+            sched.wake_uconfig_watchers(Some(queue));
+        }
     }
 }

@@ -163,7 +163,7 @@ use parking_lot::Mutex;
 
 use crate::backend::{Backend, QueueId};
 use crate::memory::{check_range, GuestMemory, MemoryError};
-use crate::processor::{Processor, ProcessorConfig, ProcessorStats, SuspendReason};
+use crate::processor::{GlobalState, Processor, ProcessorConfig, ProcessorStats, SuspendReason};
 use crate::regs::RegisterFile;
 use crate::shader::ShaderRegistry;
 
@@ -593,8 +593,11 @@ where
         let result = {
             let mut core = self.shared.core.lock();
             let q = core.sched.queues.get_mut(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
-            let result = f(q.processor.get_mut().registers_mut());
+            let processor = q.processor.get_mut();
+            let result = f(processor.registers_mut());
+            processor.publish_host_registers();
             core.sched.wake_queue(index);
+            core.sched.wake_uconfig_watchers(Some(index));
             result
         };
         self.poke();
@@ -614,6 +617,12 @@ where
     pub fn queue_status(&self, queue: QueueId) -> Result<QueueStatus, GpuError> {
         let index = queue_index(queue)?;
         self.shared.core.lock().sched.queue_status(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })
+    }
+
+    /// The GPU-wide state every queue shares: the UCONFIG registers and the
+    /// global data share. Reads are atomic; they may run while queues do.
+    pub fn global(&self) -> Arc<GlobalState> {
+        Arc::clone(&self.shared.core.lock().sched.global)
     }
 
     /// The GPU's counters.

@@ -495,7 +495,8 @@ impl ReleaseMem {
         let d0 = p.dw(0)?;
         let d1 = p.dw(1)?;
         let data_sel = bits(d1, 29, 31);
-        let align = if data_sel == 1 || data_sel == 7 { 2 } else { 3 };
+        // 32-bit data, GDS dwords and the atomic add are dword aligned.
+        let align = if matches!(data_sel, 1 | 5 | 7) { 2 } else { 3 };
         Ok(Self {
             event_type: bits(d0, 0, 5),
             event_index: bits(d0, 8, 11),

@@ -12,20 +12,23 @@
 mod context;
 pub mod error;
 pub mod execution;
+pub mod global;
 pub(crate) mod handlers;
 pub mod tables;
 mod window;
 
 pub use error::Pm4Error;
 pub use execution::{Cursor, Pm4Execution, Predication, SuspendReason};
+pub use global::{GdsError, GlobalState, DEFAULT_GDS_BYTES};
 pub use handlers::nop::convention_name as nop_convention;
 
 use crate::backend::{Backend, ProgramBinding, QueueId, UnknownPacket};
 use crate::memory::GuestMemory;
 use crate::packet::{Header, Opcode, Packet, PacketLocation, PacketType};
-use crate::regs::RegisterFile;
+use crate::regs::{space, RegisterFile};
 use crate::shader::ShaderRegistry;
 use context::{Ctx, Flow, WatchedMemory};
+use std::sync::Arc;
 use window::PrefetchWindow;
 
 /// What to do with a packet whose opcode the gfx10.3 map does not name.
@@ -79,6 +82,8 @@ pub struct ProcessorConfig {
     /// Calls [`Backend::packet`] for every packet decoded (timelines,
     /// recorders); off by default: it costs a call per packet.
     pub report_packets: bool,
+    /// Size of the global data share in bytes (64 KiB on gfx10.3 parts).
+    pub gds_bytes: u32,
 }
 
 impl Default for ProcessorConfig {
@@ -91,6 +96,7 @@ impl Default for ProcessorConfig {
             host_commands: Vec::new(),
             max_unknown_reports: 64,
             report_packets: false,
+            gds_bytes: DEFAULT_GDS_BYTES,
         }
     }
 }
@@ -132,7 +138,8 @@ pub struct ProcessorStats {
     pub draws: u64,
     /// Dispatch packets executed.
     pub dispatches: u64,
-    /// Packets skipped by predication, COND_EXEC or PRED_EXEC.
+    /// Packets skipped by predication, plus one per run of dwords skipped
+    /// by COND_EXEC or PRED_EXEC (those dwords are not parsed as packets).
     pub skipped: u64,
     /// Releases that retired (RELEASE_MEM, EVENT_WRITE_EOP/EOS).
     pub fences: u64,
@@ -249,10 +256,16 @@ pub struct ProcessorState {
     pub queue_registers: Vec<u32>,
     /// Deterministic clock for timestamps when the backend has none.
     pub clock: u64,
+    /// The GPU-wide UCONFIG registers and GDS (shared with every queue of
+    /// the same GPU).
+    pub global: Arc<GlobalState>,
+    /// The host had `&mut` access to the register file: its UCONFIG values
+    /// are published to [`GlobalState`] before the next packet runs.
+    pub(crate) host_registers: bool,
 }
 
 impl ProcessorState {
-    fn new(queue: QueueId, config: ProcessorConfig) -> Self {
+    fn new(queue: QueueId, config: ProcessorConfig, global: Arc<GlobalState>) -> Self {
         Self {
             queue,
             regs: RegisterFile::new(),
@@ -273,6 +286,30 @@ impl ProcessorState {
             context_control: (0, 0),
             queue_registers: Vec::new(),
             clock: 0,
+            global,
+            host_registers: false,
+        }
+    }
+
+    /// Copies the GPU-wide UCONFIG values into this register file, where
+    /// they differ (so the host sees and edits current values).
+    fn pull_uconfig(&mut self) {
+        for register in space::UCONFIG..space::END {
+            let value = self.global.uconfig(register);
+            if self.regs.get(register) != value {
+                self.regs.set(register, value);
+            }
+        }
+    }
+
+    /// Publishes the UCONFIG values the host changed in this register file.
+    fn push_uconfig(&mut self) {
+        self.host_registers = false;
+        for register in space::UCONFIG..space::END {
+            let value = self.regs.get(register);
+            if self.global.uconfig(register) != value {
+                self.global.set_uconfig(register, value);
+            }
         }
     }
 }
@@ -310,15 +347,41 @@ impl Processor {
         Self::with_config(queue, ProcessorConfig::default())
     }
 
-    /// A processor for `queue`.
+    /// A processor for `queue` with its own [`GlobalState`] (UCONFIG
+    /// registers and a GDS of `config.gds_bytes`), as when it is the only
+    /// queue an embedder drives.
     pub fn with_config(queue: QueueId, config: ProcessorConfig) -> Self {
+        let global = Arc::new(GlobalState::new(config.gds_bytes));
+        Self::with_global(queue, config, global)
+    }
+
+    /// A processor for `queue` that shares the UCONFIG registers and the
+    /// GDS of `global` with every other processor given the same one.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use pm4core::backend::QueueId;
+    /// use pm4core::processor::{GlobalState, Processor, ProcessorConfig};
+    ///
+    /// let global = Arc::new(GlobalState::default());
+    /// let gfx = Processor::with_global(QueueId::GRAPHICS, ProcessorConfig::default(), Arc::clone(&global));
+    /// let queue = QueueId::compute(0, 0).unwrap();
+    /// let comp = Processor::with_global(queue, ProcessorConfig::default(), Arc::clone(&global));
+    /// assert!(Arc::ptr_eq(gfx.global(), comp.global()));
+    /// ```
+    pub fn with_global(queue: QueueId, config: ProcessorConfig, global: Arc<GlobalState>) -> Self {
         let depth = config.max_ib_depth;
         Self {
             de: Pm4Execution::new(depth),
             ce: Pm4Execution::new(depth),
             window: PrefetchWindow::new(),
-            state: ProcessorState::new(queue, config),
+            state: ProcessorState::new(queue, config, global),
         }
+    }
+
+    /// The GPU-wide state this processor shares: UCONFIG registers, GDS.
+    pub fn global(&self) -> &Arc<GlobalState> {
+        &self.state.global
     }
 
     /// The queue this processor serves.
@@ -331,9 +394,24 @@ impl Processor {
         &self.state.regs
     }
 
-    /// The register file, for host-side set-up.
+    /// The register file, for host-side set-up. UCONFIG registers are
+    /// GPU-wide: the file shows their current values, and those the host
+    /// changes are published to [`GlobalState`] before the next packet runs
+    /// (or at once with [`Processor::publish_host_registers`]).
     pub fn registers_mut(&mut self) -> &mut RegisterFile {
+        if !self.state.host_registers {
+            self.state.pull_uconfig();
+            self.state.host_registers = true;
+        }
         &mut self.state.regs
+    }
+
+    /// Publishes the UCONFIG values changed through
+    /// [`Processor::registers_mut`] to the GPU-wide registers now.
+    pub fn publish_host_registers(&mut self) {
+        if self.state.host_registers {
+            self.state.push_uconfig();
+        }
     }
 
     /// Counters.
@@ -398,8 +476,9 @@ impl Processor {
         if self.is_idle() {
             return Ok(ProcessStatus::Idle);
         }
-        // The host may have written memory since the last call.
+        // The host may have written memory or registers since the last call.
         self.window.invalidate();
+        self.publish_host_registers();
         let mut budget = max_packets;
         let result = self.drive(env, &mut budget);
         if result.is_err() {
@@ -484,6 +563,7 @@ fn run_stream(
     budget: &mut u64,
 ) -> Result<StreamStatus, Pm4Error> {
     exec.suspended = None;
+    let opcode_table = if state.queue.is_graphics() { &tables::OPCODE_TABLE } else { &tables::COMPUTE_OPCODE_TABLE };
     loop {
         if !exec.pop_finished() {
             exec.reset();
@@ -503,8 +583,8 @@ fn run_stream(
                 return Ok(StreamStatus::Yielded);
             }
             let packet_offset = offset;
-            let location = PacketLocation { buffer, buffer_size_dw: size, offset_dw: offset };
             let remaining = size - offset;
+            let location = PacketLocation { buffer, buffer_size_dw: size, offset_dw: offset };
             let address = buffer.wrapping_add(u64::from(offset) * 4);
 
             let start = match window.ensure(&*env.memory, address, 1, remaining) {
@@ -529,16 +609,6 @@ fn run_stream(
                 return Err(Pm4Error::WorkBudgetExhausted { location, budget: state.config.work_budget });
             }
             *budget -= 1;
-
-            // COND_EXEC / PRED_EXEC skips: whole packets while they fit.
-            if exec.skip_dw > 0 {
-                let n = length.min(exec.skip_dw);
-                exec.skip_dw -= n;
-                offset += n;
-                count_packet(state, env, header, n, buffer, size, packet_offset);
-                state.stats.skipped += 1;
-                continue;
-            }
 
             match header.packet_type() {
                 PacketType::Type3 => {}
@@ -583,9 +653,9 @@ fn run_stream(
             let opcode = header.opcode();
             // Register writers touch neither the stack nor memory: no
             // write-back of the cursor, no handler context.
-            let handler = match tables::OPCODE_TABLE[opcode.0 as usize] {
+            let handler = match opcode_table[opcode.0 as usize] {
                 tables::OpcodeEntry::Handler(handler) => Some(handler),
-                tables::OpcodeEntry::Unhandled => None,
+                tables::OpcodeEntry::Unhandled | tables::OpcodeEntry::GraphicsOnly => None,
                 tables::OpcodeEntry::SetRegisters { base, size: space_size } => {
                     match words.get(1..).and_then(|body| body.split_first()) {
                         Some((first, values)) => {

@@ -68,6 +68,11 @@ pub(crate) fn write_run(state: &mut ProcessorState, base: u32, size: u32, offset
         done += n;
     }
     state.dirty |= marks;
+    if first >= space::UCONFIG {
+        for (i, value) in values.get(..done).unwrap_or(&[]).iter().enumerate() {
+            state.global.set_uconfig(first + i as u32, *value);
+        }
+    }
     if calls {
         for (i, (action, value)) in actions.iter().zip(values).enumerate() {
             if let tables::RegisterAction::Call(handler) = action {
@@ -170,9 +175,9 @@ pub(crate) fn reg_rmw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Erro
     let d1 = p.dw(1).map_err(|e| ctx.body_err(e))?;
     let d2 = p.dw(2).map_err(|e| ctx.body_err(e))?;
     let register = d0 & 0x3FFFF;
-    let and_mask = if d0 & (1 << 31) != 0 { ctx.state.regs.get(d1 & 0x3FFFF) } else { d1 };
-    let or_mask = if d0 & (1 << 30) != 0 { ctx.state.regs.get(d2 & 0x3FFFF) } else { d2 };
-    let old = ctx.state.regs.get(register);
+    let and_mask = if d0 & (1 << 31) != 0 { ctx.read_register(d1 & 0x3FFFF) } else { d1 };
+    let or_mask = if d0 & (1 << 30) != 0 { ctx.read_register(d2 & 0x3FFFF) } else { d2 };
+    let old = ctx.read_register(register);
     ctx.write_register(register, (old & and_mask) | or_mask);
     Ok(Flow::Continue)
 }
@@ -200,9 +205,11 @@ pub(crate) fn pop_context(state: &mut ProcessorState) {
     }
 }
 
-/// CLEAR_STATE: CMD 0 clears the context registers to their defaults
-/// (zero: the kernel's clear-state image is not part of a stream), 1 pushes,
-/// 2 pops, 3 pushes then clears.
+/// CLEAR_STATE (§3.3): CMD 0 loads the clear-state values into the context
+/// registers of the clear-state extents (the values of
+/// `registers/clear-state-gfx10.json`: 0 unless listed; registers outside
+/// the extents keep theirs), 1 pushes the context, 2 pops it, 3 pushes then
+/// clears.
 pub(crate) fn clear_state(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
     let cmd = p.body.first().map_or(0, |d| d & 0xF);
     if cmd == 1 || cmd == 3 {
@@ -212,11 +219,27 @@ pub(crate) fn clear_state(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4
         pop_context(ctx.state);
     }
     if cmd == 0 || cmd == 3 {
-        for i in 0..space::CONTEXT_SIZE {
-            write_register(ctx.state, space::CONTEXT + i, 0);
-        }
+        load_clear_state(ctx.state);
     }
     Ok(Flow::Continue)
+}
+
+/// Writes the clear-state image into the context registers.
+pub(crate) fn load_clear_state(state: &mut ProcessorState) {
+    use crate::regs::generated::clear_state::{EXTENTS, NONZERO};
+    let mut nonzero = NONZERO.iter().peekable();
+    for &(start, count) in EXTENTS {
+        for register in start..start + count {
+            let value = match nonzero.peek() {
+                Some(&&(r, v)) if r == register => {
+                    nonzero.next();
+                    v
+                }
+                _ => 0,
+            };
+            write_register(state, register, value);
+        }
+    }
 }
 
 /// CONTEXT_CONTROL: register shadowing enables; every register already lives
