@@ -3,9 +3,11 @@
 
 use crate::packet::body::{
     AcquireMem, AtomicMem, BodyError, CondExec, CondIndirectBuffer, CondWrite, ContextControl, CopyData,
-    DispatchDirect, DispatchIndirect, DmaData, DrawBody, EventWrite, EventWriteEos, IndexBase, IndirectBuffer,
-    LoadRegistersIndex, MemSemaphore, PollTarget, ReleaseMem, SetBase, SetPredication, SetRegisters,
-    StrmoutBufferUpdate, WaitRegMem, WriteData,
+    DispatchDirect, DispatchDraw, DispatchDrawPreamble, DispatchIndirect, DispatchMeshIndirectMulti,
+    DispatchTaskStateInit, DispatchTaskmeshDirectAce, DispatchTaskmeshGfx, DispatchTaskmeshIndirectMultiAce, DmaData,
+    DrawBody, DrawIndexMultiInst, DrawPreamble, EventWrite, EventWriteEos, GetLodStats, IndexBase, IndirectBuffer,
+    LoadRegistersIndex, MemSemaphore, PollTarget, RawDwords, ReleaseMem, SetBase, SetContextRegIndirect,
+    SetPredication, SetRegisters, SetShRegOffset, StrmoutBufferUpdate, WaitRegMem, WriteData,
 };
 use crate::packet::{Header, Opcode, Packet, PacketType};
 use crate::processor::nop_convention;
@@ -313,6 +315,50 @@ pub fn decode_fields(family: GpuFamily, p: &Packet<'_>) -> Result<Vec<Field>, Bo
             fields.push(Field::plain("INDEX_TYPE", v.to_string()));
             attach_bits(&mut fields, "INDEX_TYPE", family, "VGT_DMA_INDEX_TYPE", v);
         }
+        Opcode::SET_CONTEXT_REG_INDIRECT => {
+            let s = SetContextRegIndirect::decode(p)?;
+            push_display(&mut fields, &s.to_string());
+            fields.push(Field::plain("REG_NAME", register_name(family, space::CONTEXT.wrapping_add(s.reg_offset))));
+        }
+        Opcode::SET_SH_REG_OFFSET => {
+            let s = SetShRegOffset::decode(p)?;
+            push_display(&mut fields, &s.to_string());
+            fields.push(Field::plain("REG_NAME", register_name(family, space::SH.wrapping_add(s.reg_offset))));
+        }
+        Opcode::DISPATCH_MESH_INDIRECT_MULTI => {
+            let m = DispatchMeshIndirectMulti::decode(p)?;
+            push_display(&mut fields, &m.to_string());
+            attach_bits(&mut fields, "DRAW_INITIATOR", family, "VGT_DRAW_INITIATOR", m.initiator);
+        }
+        Opcode::DISPATCH_TASKMESH_GFX => {
+            let t = DispatchTaskmeshGfx::decode(p)?;
+            push_display(&mut fields, &t.to_string());
+            attach_bits(&mut fields, "DRAW_INITIATOR", family, "VGT_DRAW_INITIATOR", t.initiator);
+        }
+        Opcode::DISPATCH_TASK_STATE_INIT => push_display(&mut fields, &DispatchTaskStateInit::decode(p)?.to_string()),
+        Opcode::DISPATCH_TASKMESH_DIRECT_ACE => {
+            let d = DispatchTaskmeshDirectAce::decode(p)?;
+            push_display(&mut fields, &d.to_string());
+            attach_bits(&mut fields, "DISPATCH_INITIATOR", family, "COMPUTE_DISPATCH_INITIATOR", d.initiator);
+        }
+        Opcode::DISPATCH_TASKMESH_INDIRECT_MULTI_ACE => {
+            let d = DispatchTaskmeshIndirectMultiAce::decode(p)?;
+            push_display(&mut fields, &d.to_string());
+            attach_bits(&mut fields, "DISPATCH_INITIATOR", family, "COMPUTE_DISPATCH_INITIATOR", d.initiator);
+        }
+        Opcode::DRAW_INDEX_MULTI_INST => match DrawIndexMultiInst::decode(p) {
+            Ok(d) => push_display(&mut fields, &d.to_string()),
+            Err(_) => push_display(&mut fields, &RawDwords::decode(p)?.to_string()),
+        },
+        Opcode::GET_LOD_STATS => push_display(&mut fields, &GetLodStats::decode(p)?.to_string()),
+        Opcode::DISPATCH_DRAW_PREAMBLE => push_display(&mut fields, &DispatchDrawPreamble::decode(p)?.to_string()),
+        Opcode::DISPATCH_DRAW => {
+            let d = DispatchDraw::decode(p)?;
+            push_display(&mut fields, &d.to_string());
+            attach_bits(&mut fields, "DRAW_INITIATOR", family, "VGT_DRAW_INITIATOR", d.initiator);
+        }
+        Opcode::DRAW_PREAMBLE => push_display(&mut fields, &DrawPreamble::decode(p)?.to_string()),
+        Opcode::PERFMON_CONTROL => push_display(&mut fields, &RawDwords::decode(p)?.to_string()),
         _ => {}
     }
     Ok(fields)

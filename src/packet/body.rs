@@ -8,6 +8,12 @@ use std::fmt;
 use super::{Opcode, Packet};
 use crate::memory::address_from_dwords;
 
+pub use super::body_more::{
+    DispatchDraw, DispatchDrawPreamble, DispatchMeshIndirectMulti, DispatchTaskStateInit, DispatchTaskmeshDirectAce,
+    DispatchTaskmeshGfx, DispatchTaskmeshIndirectMultiAce, DrawIndexMultiInst, DrawPreamble, GetLodStats, RawDwords,
+    SetContextRegIndirect, SetShRegOffset,
+};
+
 /// A packet body that does not have the dwords its layout needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum BodyError {

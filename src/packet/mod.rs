@@ -4,6 +4,7 @@
 //! and the disassembler prints the same values.
 
 pub mod body;
+pub mod body_more;
 pub mod opcode;
 
 pub use opcode::Opcode;

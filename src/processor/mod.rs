@@ -256,6 +256,8 @@ pub struct ProcessorState {
     pub queue_registers: Vec<u32>,
     /// Deterministic clock for timestamps when the backend has none.
     pub clock: u64,
+    /// The task control buffer set by DISPATCH_TASK_STATE_INIT.
+    pub task_control_buffer: u64,
     /// The GPU-wide UCONFIG registers and GDS (shared with every queue of
     /// the same GPU).
     pub global: Arc<GlobalState>,
@@ -286,6 +288,7 @@ impl ProcessorState {
             context_control: (0, 0),
             queue_registers: Vec::new(),
             clock: 0,
+            task_control_buffer: 0,
             global,
             host_registers: false,
         }

@@ -135,6 +135,14 @@ const fn opcode_table() -> [OpcodeEntry; 256] {
         DUMP_CONST_RAM_OFFSET => const_engine::dump_const_ram,
         LOAD_CONTEXT_REG_INDEX => registers::load_reg_index,
         SET_QUEUE_REG => registers::set_queue_reg,
+        SET_CONTEXT_REG_INDIRECT => registers::set_context_reg_indirect,
+        SET_SH_REG_OFFSET => registers::set_sh_reg_offset,
+        DISPATCH_MESH_INDIRECT_MULTI => draw::dispatch_mesh_indirect_multi,
+        DISPATCH_TASKMESH_GFX => draw::dispatch_taskmesh_gfx,
+        DRAW_INDEX_MULTI_INST => draw::draw_index_multi_inst,
+        DISPATCH_TASK_STATE_INIT => dispatch::dispatch_task_state_init,
+        DISPATCH_TASKMESH_DIRECT_ACE => dispatch::dispatch_taskmesh_direct_ace,
+        DISPATCH_TASKMESH_INDIRECT_MULTI_ACE => dispatch::dispatch_taskmesh_indirect_multi_ace,
     }
     t
 }

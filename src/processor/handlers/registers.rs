@@ -5,7 +5,8 @@
 
 use crate::memory::address_from_dwords;
 use crate::memory::GuestMemory;
-use crate::packet::body::LoadRegistersIndex;
+use crate::memory::ADDRESS_MASK;
+use crate::packet::body::{BodyError, LoadRegistersIndex, SetContextRegIndirect, SetShRegOffset};
 use crate::packet::{Opcode, Packet};
 use crate::processor::context::{write_register, Ctx, Flow};
 use crate::processor::{tables, Pm4Error, ProcessorState};
@@ -270,5 +271,51 @@ pub(crate) fn set_queue_reg(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, P
     for (slot, value) in regs.iter_mut().skip(offset).zip(p.body.get(1..).unwrap_or(&[])) {
         *slot = *value;
     }
+    Ok(Flow::Continue)
+}
+
+/// SET_CONTEXT_REG_INDIRECT (0x73, §2, §3.2): context register
+/// REG_OFFSET + i takes the dword at the patch table (SET_BASE index 0) +
+/// 4 × the i-th offset of the packet.
+pub(crate) fn set_context_reg_indirect(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let s = SetContextRegIndirect::decode(p).map_err(|e| ctx.body_err(e))?;
+    let table = ctx.state.bases.patch_table;
+    for (i, offset) in s.table_offsets.iter().enumerate() {
+        let relative = s.reg_offset + i as u32;
+        if relative >= space::CONTEXT_SIZE {
+            run_leaves_space(ctx.state, space::CONTEXT + s.reg_offset, i, s.table_offsets.len());
+            break;
+        }
+        let value = ctx.read_u32(table.wrapping_add(u64::from(*offset) * 4) & ADDRESS_MASK)?;
+        ctx.write_register(space::CONTEXT + relative, value);
+    }
+    Ok(Flow::Continue)
+}
+
+/// SET_SH_REG_OFFSET (0x77, §3.42), read as follows where the reference is
+/// silent (ARCHITECTURE.md says so too):
+/// - INDEX 0: the SH register pair at REG_OFFSET gets the address of
+///   (current IB base + IB_OFFSET × 4): low 32 bits, then bits \[47:32\]
+///   with DRIVER_DATA in \[31:16\];
+/// - INDEX 2: the register gets the dword at the SET_BASE index-5 base +
+///   DATA_OFFSET (bytes);
+/// - INDEX 1: the pair gets the two dwords there.
+pub(crate) fn set_sh_reg_offset(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let s = SetShRegOffset::decode(p).map_err(|e| ctx.body_err(e))?;
+    let values = match s.index {
+        0 => {
+            let address = ctx.location.buffer.wrapping_add(u64::from(s.offset) * 4) & ADDRESS_MASK;
+            [address as u32, ((address >> 32) as u32 & 0xFFFF) | (s.driver_data << 16)]
+        }
+        1 | 2 => {
+            let at = ctx.state.bases.sh_offset.wrapping_add(u64::from(s.offset)) & ADDRESS_MASK;
+            let first = ctx.read_u32(at)?;
+            let second = if s.index == 1 { ctx.read_u32(at.wrapping_add(4))? } else { 0 };
+            [first, second]
+        }
+        _ => return Err(ctx.body_err(BodyError::Invalid { opcode: p.opcode(), what: "INDEX 3 is reserved" })),
+    };
+    let count = if s.index == 2 { 1 } else { 2 };
+    write_run(ctx.state, space::SH, space::SH_SIZE, s.reg_offset, &values[..count]);
     Ok(Flow::Continue)
 }
