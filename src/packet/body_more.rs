@@ -221,11 +221,7 @@ pub struct DispatchTaskmeshDirectAce {
 
 impl DispatchTaskmeshDirectAce {
     pub fn decode(p: &Packet) -> Result<Self, BodyError> {
-        Ok(Self {
-            dims: [p.dw(0)?, p.dw(1)?, p.dw(2)?],
-            initiator: p.dw(3)?,
-            ring_entry_loc: bits(p.dw(4)?, 0, 15),
-        })
+        Ok(Self { dims: [p.dw(0)?, p.dw(1)?, p.dw(2)?], initiator: p.dw(3)?, ring_entry_loc: bits(p.dw(4)?, 0, 15) })
     }
 }
 
@@ -322,7 +318,10 @@ impl DrawIndexMultiInst {
 
     pub fn decode(p: &Packet) -> Result<Self, BodyError> {
         if p.body.len() != Self::BODY_DWORDS {
-            return Err(BodyError::Invalid { opcode: p.opcode(), what: "only the 9-dword form (COUNT = 7) is defined" });
+            return Err(BodyError::Invalid {
+                opcode: p.opcode(),
+                what: "only the 9-dword form (COUNT = 7) is defined",
+            });
         }
         Ok(Self {
             index_count: p.dw(0)?,

@@ -5,7 +5,8 @@ use crate::backend::{Dispatch, ProgramBinding, ProgramStage};
 use crate::memory::GuestMemory;
 use crate::memory::ADDRESS_MASK;
 use crate::packet::body::{
-    DispatchDirect, DispatchIndirect, DispatchTaskStateInit, DispatchTaskmeshDirectAce, DispatchTaskmeshIndirectMultiAce,
+    DispatchDirect, DispatchIndirect, DispatchTaskStateInit, DispatchTaskmeshDirectAce,
+    DispatchTaskmeshIndirectMultiAce,
 };
 use crate::packet::Packet;
 use crate::processor::context::{Ctx, Flow};
