@@ -1,5 +1,7 @@
-//! The four dispatch tables, built at compile time: CP opcode → entry (256:
-//! a packet handler, a register writer described as data, or unhandled), and context (0xA000..0xA3FF), SH (0x2C00..0x2FFF)
+//! The dispatch tables, built at compile time: CP opcode → entry (256: a
+//! packet handler, a register writer described as data, or unhandled; one
+//! table for the graphics queue and one for compute queues, where the
+//! graphics-only packets are marked), and context (0xA000..0xA3FF), SH (0x2C00..0x2FFF)
 //! and uconfig (0xC000..0xFFFF) register → register action. A register
 //! without an action is still stored in the register file; an action adds
 //! behaviour: marking the state groups a draw reports as changed, or
