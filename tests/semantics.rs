@@ -197,7 +197,8 @@ fn draw_index_auto_with_use_opaque_counts_filled_size_over_stride() {
         // saved to SCRATCH (UPDATE_MEMORY, SOURCE_SELECT 3)
         .pkt3(Opcode::STRMOUT_BUFFER_UPDATE, &[1 | (3 << 1), lo(SCRATCH), 0, 0, 0])
         // the filled size into the opaque state, stride 4 dwords
-        .pkt3(Opcode::COPY_DATA, &[1 | (0 << 8), lo(SCRATCH), 0, r::VGT_STRMOUT_DRAW_OPAQUE_BUFFER_FILLED_SIZE, 0])
+        // COPY_DATA memory (SRC_SEL 1) → register (DST_SEL 0)
+        .pkt3(Opcode::COPY_DATA, &[1, lo(SCRATCH), 0, r::VGT_STRMOUT_DRAW_OPAQUE_BUFFER_FILLED_SIZE, 0])
         .set_context(r::VGT_STRMOUT_DRAW_OPAQUE_VERTEX_STRIDE, &[4])
         .pkt3(Opcode::DRAW_INDEX_AUTO, &[0, 2 | (1 << 6)]);
     assert_eq!(h.run(&cmd), Ok(ProcessStatus::Completed));

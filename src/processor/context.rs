@@ -202,7 +202,7 @@ pub(crate) fn write_register(state: &mut ProcessorState, register: u32, value: u
 /// The value read is kept in this queue's register file too.
 #[inline]
 pub(crate) fn read_register(state: &mut ProcessorState, register: u32) -> u32 {
-    if register >= space::UCONFIG && register < space::END {
+    if (space::UCONFIG..space::END).contains(&register) {
         let value = state.global.uconfig(register);
         if state.regs.get(register) != value {
             state.regs.set(register, value);
