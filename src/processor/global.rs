@@ -98,20 +98,29 @@ impl GlobalState {
     }
 
     /// Stores UCONFIG register `register`; false (nothing stored) outside
-    /// the space.
+    /// the space. Storing the value a register already holds changes
+    /// nothing (and wakes no waiter: its compare gives the same result).
     #[inline]
     pub fn set_uconfig(&self, register: u32, value: u32) -> bool {
         let Some(i) = register.checked_sub(space::UCONFIG) else { return false };
         let Some(page) = self.uconfig.get((i / UCONFIG_PAGE) as usize) else { return false };
-        let page = page.get_or_init(|| zeroed(UCONFIG_PAGE as usize));
-        if let Some(slot) = page.get((i % UCONFIG_PAGE) as usize) {
-            slot.store(value, Ordering::Release);
+        let slot_index = (i % UCONFIG_PAGE) as usize;
+        let page = match page.get() {
+            Some(page) => page,
+            // Unwritten pages read as 0.
+            None if value == 0 => return true,
+            None => page.get_or_init(|| zeroed(UCONFIG_PAGE as usize)),
+        };
+        if let Some(slot) = page.get(slot_index) {
+            if slot.load(Ordering::Acquire) != value {
+                slot.store(value, Ordering::Release);
+                self.uconfig_writes.fetch_add(1, Ordering::AcqRel);
+            }
         }
-        self.uconfig_writes.fetch_add(1, Ordering::AcqRel);
         true
     }
 
-    /// How many UCONFIG writes happened so far (any queue).
+    /// How many UCONFIG writes changed a value so far (any queue).
     #[inline]
     pub fn uconfig_writes(&self) -> u64 {
         self.uconfig_writes.load(Ordering::Acquire)
