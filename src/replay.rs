@@ -469,7 +469,7 @@ pub fn replay_with_progress(trace: &Trace, options: &ReplayOptions, progress: &m
         }
     }
     for query in &options.registers {
-        match gpu.with_processor(query.queue, |p| p.registers().get(query.register)) {
+        match gpu.with_processor(query.queue, |p| p.register(query.register)) {
             Ok(v) => {
                 summary.registers.insert(query.label.clone(), v);
             }

@@ -392,9 +392,21 @@ impl Processor {
         self.state.queue
     }
 
-    /// The register file.
+    /// The register file: context and SH registers of this queue; UCONFIG
+    /// registers as this queue last wrote or read them (the GPU-wide values
+    /// are [`Processor::register`] or [`Processor::global`]).
     pub fn registers(&self) -> &RegisterFile {
         &self.state.regs
+    }
+
+    /// Register `index` as a packet of this queue reads it: UCONFIG from
+    /// the GPU-wide file, everything else from this queue's.
+    pub fn register(&self, index: u32) -> u32 {
+        if GlobalState::is_uconfig(index) {
+            self.state.global.uconfig(index)
+        } else {
+            self.state.regs.get(index)
+        }
     }
 
     /// The register file, for host-side set-up. UCONFIG registers are

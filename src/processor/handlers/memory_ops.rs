@@ -185,9 +185,16 @@ fn dma_write(ctx: &mut Ctx<'_>, dst: DmaEnd, data: &[u32]) -> Result<(), Pm4Erro
             Some(last) => ctx.write_u32(address, *last),
             None => Ok(()),
         },
-        DmaEnd::Register { index, step } => {
+        DmaEnd::Register { index, step: true } => {
             for (i, value) in data.iter().enumerate() {
-                ctx.write_register(if step { index.wrapping_add(i as u32) } else { index }, *value);
+                ctx.write_register(index.wrapping_add(i as u32), *value);
+            }
+            Ok(())
+        }
+        // Every dword to the one register: the last one stays.
+        DmaEnd::Register { index, step: false } => {
+            if let Some(last) = data.last() {
+                ctx.write_register(index, *last);
             }
             Ok(())
         }
@@ -240,7 +247,15 @@ pub(crate) fn dma_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Err
         }
         _ => {}
     }
-    let dwords = d.byte_count / 4;
+    let mut dwords = d.byte_count / 4;
+    if let DmaEnd::Register { index, step: true } = dst {
+        // A register run ends with the register file.
+        let available = crate::regs::space::END.saturating_sub(index);
+        if dwords > available {
+            tracing::warn!(queue = %ctx.state.queue, location = %ctx.location, "DMA_DATA register run from {index:#x} leaves the register file after {available} of {dwords} dwords");
+            dwords = available;
+        }
+    }
     let mut buf = [0u32; 64];
     let mut done = 0u32;
     while done < dwords {
