@@ -173,14 +173,21 @@ fn a_compute_queue_waiting_on_a_uconfig_register_wakes_when_graphics_writes_it()
     let bytes = |c: &Cmd| c.dw.iter().flat_map(|d| d.to_le_bytes()).collect::<Vec<u8>>();
     mem.write_bytes(CMD, &bytes(&comp)).unwrap();
     mem.write_bytes(CMD + 0x1000, &bytes(&gfx)).unwrap();
-    let gpu = Gpu::deterministic(mem, RecordingBackend::new(), GpuConfig { slice_packets: 4, ..GpuConfig::default() });
-    let c = gpu.submit(compute(), CMD, comp.len()).unwrap();
-    let g = gpu.submit(QueueId::GRAPHICS, CMD + 0x1000, gfx.len()).unwrap();
-    assert_eq!(gpu.run_until_stalled().unwrap(), RunStatus::Idle);
-    assert!(c.wait().is_ok());
-    assert!(g.wait().is_ok());
-    assert_eq!(gpu.with_memory_ref(|m| m.read_u32(DATA).unwrap()), 0xC0FFEE);
-    assert_eq!(gpu.global().uconfig(r::SCRATCH_REG0), 7);
+    for threaded in [false, true] {
+        let config = GpuConfig { slice_packets: 4, ..GpuConfig::default() };
+        let gpu = if threaded {
+            Gpu::threaded(mem.clone(), RecordingBackend::new(), config).unwrap()
+        } else {
+            Gpu::deterministic(mem.clone(), RecordingBackend::new(), config)
+        };
+        let c = gpu.submit(compute(), CMD, comp.len()).unwrap();
+        let g = gpu.submit(QueueId::GRAPHICS, CMD + 0x1000, gfx.len()).unwrap();
+        assert_eq!(gpu.run_until_stalled().unwrap(), RunStatus::Idle, "threaded: {threaded}");
+        assert!(c.wait().is_ok());
+        assert!(g.wait().is_ok());
+        assert_eq!(gpu.with_memory_ref(|m| m.read_u32(DATA).unwrap()), 0xC0FFEE);
+        assert_eq!(gpu.global().uconfig(r::SCRATCH_REG0), 7);
+    }
 }
 
 // ------------------------------------------- 4. stream-out draw auto
