@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::ops::ControlFlow;
 
 use std::sync::Arc;
 
@@ -17,7 +18,9 @@ use crate::backend::{
     Backend, CacheAction, Dispatch, Draw, Event, Fence, Flip, Marker, NotEmulated, ProgramBinding, ProgramStage,
     QueueId, RecordingBackend, SampleKind, UnknownPacket,
 };
-use crate::gpu::{Gpu, GpuConfig, GpuError, RunStatus, Submission};
+use crate::diagnostics::forensics::{self, QueueForensics};
+use crate::diagnostics::{ExecutedPacket, ReplayObserver};
+use crate::gpu::{Gpu, GpuConfig, GpuError, RunStatus, StallReport, Submission};
 use crate::memory::{GuestMemory, MemoryError, SparseMemory};
 use crate::packet::{Header, Opcode, PacketLocation, PacketType};
 use crate::regs::db::{self, GpuFamily};
@@ -34,13 +37,20 @@ pub struct MemoryQuery {
 }
 
 impl MemoryQuery {
-    /// Parses `ADDR:LEN` (each decimal or 0x-hex). LEN is capped at 1 MiB.
+    /// Parses `ADDR:LEN` (each decimal or 0x-hex): LEN is 1 byte to 1 MiB
+    /// and the range lies in the 48-bit address space.
     pub fn parse(text: &str) -> Result<Self, String> {
         let (a, l) = text.split_once(':').ok_or_else(|| format!("memory range '{text}' is not ADDR:LEN"))?;
         let address = parse_number(a).ok_or_else(|| format!("bad address '{a}' in '{text}'"))?;
         let len = parse_number(l).ok_or_else(|| format!("bad length '{l}' in '{text}'"))?;
+        if len == 0 {
+            return Err(format!("memory range '{text}' is empty"));
+        }
         if len > 1 << 20 {
             return Err(format!("memory range '{text}' is longer than 1 MiB"));
+        }
+        if let Err(e) = crate::memory::check_range(address, len) {
+            return Err(format!("memory range '{text}': {e}"));
         }
         Ok(Self { label: text.to_string(), address, len })
     }
@@ -105,6 +115,9 @@ pub struct ReplayOptions {
     pub log: bool,
     /// Build a Chrome/Perfetto trace-event timeline.
     pub timeline: bool,
+    /// Dwords written to guest memory after every region is mapped and
+    /// before the first submission (`--patch ADDR=DWORD`): what-if replays.
+    pub patches: Vec<(u64, u32)>,
     /// GPU settings (deterministic mode is always used).
     pub gpu: GpuConfig,
 }
@@ -174,6 +187,24 @@ pub struct ReplaySummary {
     /// Register as given → final value.
     pub registers: BTreeMap<String, u32>,
     pub queues: Vec<QueueSummary>,
+    /// Indirect buffers skipped because their memory is not in the trace
+    /// ([`crate::processor::ProcessorConfig::skip_unmapped_ibs`]).
+    pub skipped_ibs: Vec<SkippedIb>,
+    /// Hang forensics: one entry per queue still waiting at the end.
+    pub stalls: Vec<QueueForensics>,
+}
+
+/// An indirect buffer the replay skipped (`--skip-unmapped-ibs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct SkippedIb {
+    /// Queue name (`gfx`, `comp0.0`, …).
+    pub queue: String,
+    /// Address of the buffer the packet jumped to.
+    pub address: u64,
+    pub size_dw: u32,
+    /// Address of the INDIRECT_BUFFER packet.
+    pub packet: u64,
 }
 
 /// A program address some draw or dispatch bound, with its container.
@@ -200,6 +231,9 @@ pub struct ReplayOutcome {
     /// Bytes of guest memory pages the replay had to copy because packets or
     /// host writes wrote them (everything else is the trace file's bytes).
     pub written_page_bytes: usize,
+    /// The stall the replay ended in, if it did (the summary's `deadlock`
+    /// error and, after [`replay_with_progress`], its `stalls`).
+    pub stall: Option<StallReport>,
 }
 
 impl ReplayOutcome {
@@ -220,6 +254,9 @@ struct ReplayBackend {
     clock: u64,
     timeline: Option<Vec<TimelinePacket>>,
     programs: BTreeMap<u64, BoundProgram>,
+    /// Packets run since the observer last looked, when one watches.
+    executed: Option<Vec<(QueueId, Header, PacketLocation)>>,
+    skipped_ibs: Vec<SkippedIb>,
 }
 
 impl ReplayBackend {
@@ -242,10 +279,19 @@ fn packet_name(header: Header) -> &'static str {
 }
 
 impl Backend for ReplayBackend {
-    fn packet(&mut self, queue: QueueId, header: Header, _: &PacketLocation) {
+    fn packet(&mut self, queue: QueueId, header: Header, location: &PacketLocation) {
         self.clock += 1;
         if let Some(t) = &mut self.timeline {
             t.push((self.clock, queue.0, packet_name(header)));
+        }
+        if let Some(e) = &mut self.executed {
+            e.push((queue, header, *location));
+        }
+    }
+    fn skipped_indirect_buffer(&mut self, queue: QueueId, location: &PacketLocation, address: u64, size_dw: u32) {
+        self.skipped_ibs.push(SkippedIb { queue: queue.to_string(), address, size_dw, packet: location.address() });
+        if let Some(log) = &mut self.log {
+            log.skipped_indirect_buffer(queue, location, address, size_dw)
         }
     }
     fn draw(&mut self, d: &Draw<'_>) {
@@ -338,29 +384,104 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> ReplayOutcome {
 }
 
 /// [`replay`], calling `progress(chunks_done)` as it goes through the trace's
-/// events.
+/// events. When the replay ends stalled, the trace is replayed a second
+/// time under a [`forensics`] observer and the summary's `stalls` say what
+/// each stuck queue waits on and who last wrote it.
 pub fn replay_with_progress(trace: &Trace, options: &ReplayOptions, progress: &mut dyn FnMut(usize)) -> ReplayOutcome {
+    let mut outcome = replay_observed(trace, options, progress, None);
+    if let Some(report) = outcome.stall.take() {
+        outcome.summary.stalls = forensics::investigate(trace, options, &report);
+    }
+    outcome
+}
+
+/// The observed replay's state between steps.
+struct Observed<'a> {
+    observer: &'a mut dyn ReplayObserver,
+    /// Packets each queue ran so far.
+    counts: [u64; QueueId::COUNT as usize],
+    stopped: bool,
+}
+
+/// Runs the GPU as far as it can; with an observer, one packet per step,
+/// the observer called after each.
+fn run_gpu(gpu: &Gpu<SparseMemory, ReplayBackend>, observed: &mut Option<Observed<'_>>) -> Result<RunStatus, GpuError> {
+    let Some(o) = observed else { return gpu.run_until_stalled() };
+    if o.stopped {
+        return Ok(RunStatus::Idle);
+    }
+    loop {
+        let status = gpu.run_slices(1)?;
+        let ran = gpu.with_backend(|b| b.executed.as_mut().map(std::mem::take).unwrap_or_default());
+        for (queue, header, location) in ran {
+            let slot = o.counts.get_mut(queue.0 as usize);
+            let index = slot.as_deref().copied().unwrap_or(0);
+            if let Some(n) = slot {
+                *n += 1;
+            }
+            let packet = ExecutedPacket { queue, index, header, location };
+            let flow = gpu.with_processor_and_memory(queue, |p, m| o.observer.packet(&packet, p, m))?;
+            if flow == ControlFlow::Break(()) {
+                o.stopped = true;
+                return Ok(RunStatus::Idle);
+            }
+        }
+        if status != RunStatus::Running {
+            return Ok(status);
+        }
+    }
+}
+
+/// [`replay_with_progress`] with an optional observer that sees every packet
+/// with its queue's registers and the guest memory right after it ran. With
+/// an observer each scheduler slice runs one packet (so the interleaving of
+/// queues can differ from a plain replay's), and the observer can stop the
+/// replay early (the summary then covers what ran). No stall forensics.
+pub fn replay_observed(
+    trace: &Trace,
+    options: &ReplayOptions,
+    progress: &mut dyn FnMut(usize),
+    observer: Option<&mut dyn ReplayObserver>,
+) -> ReplayOutcome {
     let mut config = options.gpu.clone();
     config.processor.report_packets = true;
+    if observer.is_some() {
+        config.slice_packets = 1;
+    }
     let backend = ReplayBackend {
         log: options.log.then(RecordingBackend::new),
         timeline: options.timeline.then(Vec::new),
+        executed: observer.is_some().then(Vec::new),
         ..Default::default()
     };
+    let mut observed = observer.map(|observer| Observed { observer, counts: [0; QueueId::COUNT as usize], stopped: false });
     let gpu = Gpu::deterministic(SparseMemory::new(), backend, config);
     let mut errors = Vec::new();
     let mut submissions: Vec<Submission> = Vec::new();
     let mut per_queue = [0u64; QueueId::COUNT as usize];
+    let mut started = false;
 
     // Runs the GPU as far as it can before a host-side effect.
-    let settle = |gpu: &Gpu<SparseMemory, ReplayBackend>, errors: &mut Vec<ReplayErrorEntry>| {
-        if let Err(e) = gpu.run_until_stalled() {
+    let settle = |gpu: &Gpu<SparseMemory, ReplayBackend>,
+                  errors: &mut Vec<ReplayErrorEntry>,
+                  observed: &mut Option<Observed<'_>>| {
+        if let Err(e) = run_gpu(gpu, observed) {
             errors.push(gpu_error_entry(&e));
         }
     };
 
     for (done, event) in trace.events().iter().enumerate() {
         progress(done);
+        if observed.as_ref().is_some_and(|o| o.stopped) {
+            break;
+        }
+        if !started && matches!(event, TraceEvent::Submit { .. }) {
+            started = true;
+            apply_patches(&gpu, &options.patches, &mut errors);
+            if let Some(o) = &mut observed {
+                gpu.with_memory_ref(|m| o.observer.start(m));
+            }
+        }
         match event {
             TraceEvent::MemRegion { .. } | TraceEvent::ZeroRegion { .. } => {
                 let r = gpu.with_memory(|m| trace.map_region(m, event));
@@ -368,8 +489,11 @@ pub fn replay_with_progress(trace: &Trace, options: &ReplayOptions, progress: &m
                     errors.push(error("memory", format!("chunk {}: mapping failed: {e}", event.chunk())));
                 }
             }
-            TraceEvent::HostWrite { address, data, .. } => {
-                settle(&gpu, &mut errors);
+            TraceEvent::HostWrite { address, data, chunk } => {
+                settle(&gpu, &mut errors, &mut observed);
+                if let Some(o) = &mut observed {
+                    o.observer.host_write(*chunk, *address, data.len());
+                }
                 let bytes = trace.bytes_of(data);
                 match gpu.write_memory(*address, bytes) {
                     Ok(_) => {}
@@ -377,7 +501,7 @@ pub fn replay_with_progress(trace: &Trace, options: &ReplayOptions, progress: &m
                 }
             }
             TraceEvent::Shader { header_address, code_address, relocated, chunk } => {
-                settle(&gpu, &mut errors);
+                settle(&gpu, &mut errors, &mut observed);
                 let r = gpu.with_shared(|m, _, s| s.create(m, *header_address, *code_address, *relocated).map(|_| ()));
                 if let Err(e) = r {
                     errors.push(error("shader", format!("chunk {chunk}: shader at {header_address:#x}: {e}")));
@@ -396,8 +520,15 @@ pub fn replay_with_progress(trace: &Trace, options: &ReplayOptions, progress: &m
         }
     }
     progress(trace.events().len());
-    match gpu.run_until_stalled() {
-        Ok(RunStatus::Stalled(report)) => errors.push(error("deadlock", report.to_string())),
+    if !started {
+        apply_patches(&gpu, &options.patches, &mut errors);
+    }
+    let mut stall = None;
+    match run_gpu(&gpu, &mut observed) {
+        Ok(RunStatus::Stalled(report)) => {
+            errors.push(error("deadlock", report.to_string()));
+            stall = Some(report);
+        }
         Ok(_) => {}
         Err(e) => errors.push(gpu_error_entry(&e)),
     }
@@ -478,12 +609,27 @@ pub fn replay_with_progress(trace: &Trace, options: &ReplayOptions, progress: &m
     }
     summary.errors = errors;
 
-    let (log, timeline, programs) = gpu.with_backend(|b| {
-        (b.log.take().map(|l| l.lines).unwrap_or_default(), b.timeline.take(), std::mem::take(&mut b.programs))
+    let (log, timeline, programs, skipped_ibs) = gpu.with_backend(|b| {
+        (
+            b.log.take().map(|l| l.lines).unwrap_or_default(),
+            b.timeline.take(),
+            std::mem::take(&mut b.programs),
+            std::mem::take(&mut b.skipped_ibs),
+        )
     });
+    summary.skipped_ibs = skipped_ibs;
     let timeline = timeline.map(|packets| timeline_json(&packets));
     let written_page_bytes = gpu.with_memory_ref(|m| m.allocated_page_bytes());
-    ReplayOutcome { summary, programs: programs.into_values().collect(), log, timeline, written_page_bytes }
+    ReplayOutcome { summary, programs: programs.into_values().collect(), log, timeline, written_page_bytes, stall }
+}
+
+/// Writes the `--patch` dwords (before the first submission).
+fn apply_patches(gpu: &Gpu<SparseMemory, ReplayBackend>, patches: &[(u64, u32)], errors: &mut Vec<ReplayErrorEntry>) {
+    for &(address, value) in patches {
+        if let Err(e) = gpu.with_memory(|m| m.write_u32(address, value)) {
+            errors.push(error("memory", format!("--patch {address:#x}={value:#x}: {e}")));
+        }
+    }
 }
 
 /// Chrome/Perfetto trace-event JSON: one process, one thread per queue,
@@ -519,10 +665,27 @@ fn read_range(memory: &dyn GuestMemory, address: u64, len: u64) -> Result<Vec<u8
     Ok(bytes)
 }
 
+/// `one` for 1, else `many`.
+fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
+}
+
 /// The summary as text for people.
 pub fn format_summary(s: &ReplaySummary) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "gpu {}: {} submissions, {} packets", s.gpu, s.submissions, s.packets.total);
+    let _ = writeln!(
+        out,
+        "gpu {}: {} {}, {} {}",
+        s.gpu,
+        s.submissions,
+        plural(s.submissions, "submission", "submissions"),
+        s.packets.total,
+        plural(s.packets.total, "packet", "packets")
+    );
     let _ = writeln!(
         out,
         "draws {}  dispatches {}  waits {}  fences {}  skipped {}",
@@ -531,8 +694,14 @@ pub fn format_summary(s: &ReplaySummary) -> String {
     for q in &s.queues {
         let _ = writeln!(
             out,
-            "queue {:<8} {:>5} submissions {:>9} packets {:>10} dwords",
-            q.name, q.submissions, q.packets, q.dwords
+            "queue {:<8} {:>5} {:<11} {:>9} {:<7} {:>10} {}",
+            q.name,
+            q.submissions,
+            plural(q.submissions, "submission", "submissions"),
+            q.packets,
+            plural(q.packets, "packet", "packets"),
+            q.dwords,
+            plural(q.dwords, "dword", "dwords")
         );
     }
     let mut by_count: Vec<(&String, &u64)> = s.packets.by_opcode.iter().collect();
@@ -561,6 +730,9 @@ pub fn format_summary(s: &ReplaySummary) -> String {
     }
     for (label, value) in &s.registers {
         let _ = writeln!(out, "register {label} = {value:#010x}");
+    }
+    for stall in &s.stalls {
+        let _ = write!(out, "{stall}");
     }
     if s.errors.is_empty() {
         let _ = writeln!(out, "errors: none");
