@@ -339,17 +339,21 @@ fn replay_command(
     let stderr = std::io::stderr();
     let show_progress = stderr.is_terminal() && !json;
     let total = trace.events().len();
-    let mut shown = 0usize;
-    // Counts every chunk; redrawn at most every 256 chunks, then cleared.
+    let mut shown: Option<std::time::Instant> = None;
+    // Counts every chunk (redrawn at most every 50 ms) and clears itself at the end.
     let mut progress = |done: usize| {
-        if show_progress && (done == total || done == 0 || done >= shown + 256) {
-            shown = done;
-            let mut e = stderr.lock();
-            if done == total {
+        if !show_progress {
+            return;
+        }
+        let mut e = stderr.lock();
+        if done == total {
+            if shown.is_some() {
                 let _ = write!(e, "\r\x1b[2K");
-            } else {
-                let _ = write!(e, "\rreplaying {}: chunk {done}/{total}", path.display());
+                let _ = e.flush();
             }
+        } else if shown.is_none_or(|at| at.elapsed() >= std::time::Duration::from_millis(50)) {
+            shown = Some(std::time::Instant::now());
+            let _ = write!(e, "\r\x1b[2Kreplaying {}: chunk {}/{total}", path.display(), done + 1);
             let _ = e.flush();
         }
     };

@@ -731,6 +731,17 @@ pub fn format_summary(s: &ReplaySummary) -> String {
     for (label, value) in &s.registers {
         let _ = writeln!(out, "register {label} = {value:#010x}");
     }
+    for ib in &s.skipped_ibs {
+        let _ = writeln!(
+            out,
+            "skipped indirect buffer on {} at {:#x}: {:#x}, {} {} not in the trace",
+            ib.queue,
+            ib.packet,
+            ib.address,
+            ib.size_dw,
+            plural(u64::from(ib.size_dw), "dword", "dwords")
+        );
+    }
     for stall in &s.stalls {
         let _ = write!(out, "{stall}");
     }
