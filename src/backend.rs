@@ -537,9 +537,7 @@ impl Backend for RecordingBackend {
     }
 
     fn skipped_indirect_buffer(&mut self, queue: QueueId, location: &PacketLocation, address: u64, size_dw: u32) {
-        self.lines.push(format!(
-            "{queue} skipped_ib addr={address:#x} size_dw={size_dw} packet={:#x}",
-            location.address()
-        ));
+        self.lines
+            .push(format!("{queue} skipped_ib addr={address:#x} size_dw={size_dw} packet={:#x}", location.address()));
     }
 }

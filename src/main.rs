@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use pm4core::diagnostics::state::{self, StopAt};
 use pm4core::backend::QueueId;
+use pm4core::diagnostics::state::{self, StopAt};
 use pm4core::diagnostics::stats;
 use pm4core::disasm::{DisasmOptions, Disassembler};
 use pm4core::regs::db::GpuFamily;
@@ -375,7 +375,13 @@ fn replay_command(
     Ok(if outcome.succeeded() { 0 } else { 1 })
 }
 
-fn state_command(path: &Path, at: StopAt, queue: Option<QueueId>, diff: Option<StopAt>, json: bool) -> Result<u8, Failure> {
+fn state_command(
+    path: &Path,
+    at: StopAt,
+    queue: Option<QueueId>,
+    diff: Option<StopAt>,
+    json: bool,
+) -> Result<u8, Failure> {
     let trace = load_trace(path)?;
     let options = ReplayOptions::default();
     let first = state::state_at(&trace, &options, queue, at).map_err(|e| bad_input(format!("--at {at}: {e}")))?;
@@ -465,10 +471,9 @@ fn inspect_command(file: &Path, json: bool) -> Result<u8, Failure> {
                 Inspection::Malformed { format, error } => {
                     Err(bad_input(format!("{}: malformed {}: {error}", file.display(), format.name())))
                 }
-                Inspection::Unknown { len, head } => Err(bad_input(format!(
-                    "{}: not a format pm4 knows ({len} bytes, starting {head})",
-                    file.display()
-                ))),
+                Inspection::Unknown { len, head } => {
+                    Err(bad_input(format!("{}: not a format pm4 knows ({len} bytes, starting {head})", file.display())))
+                }
                 Inspection::AgcHeader(r) => show("agc_header", &erased::Shown(&**r, text)),
                 Inspection::AgcElf(r) => show("agc_elf", &erased::Shown(&**r, text)),
                 Inspection::GnmShaderFile(r) => show("gnm_shader_file", &erased::Shown(&**r, text)),

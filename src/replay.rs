@@ -19,6 +19,7 @@ use crate::backend::{
     QueueId, RecordingBackend, SampleKind, UnknownPacket,
 };
 use crate::diagnostics::forensics::{self, QueueForensics};
+use crate::diagnostics::timeline::{WaitSpan, WaitTracker};
 use crate::diagnostics::{ExecutedPacket, ReplayObserver};
 use crate::gpu::{Gpu, GpuConfig, GpuError, RunStatus, StallReport, Submission};
 use crate::memory::{GuestMemory, MemoryError, SparseMemory};
@@ -387,20 +388,51 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> ReplayOutcome {
 /// events. When the replay ends stalled, the trace is replayed a second
 /// time under a [`forensics`] observer and the summary's `stalls` say what
 /// each stuck queue waits on and who last wrote it.
+///
+/// A timeline comes from a second replay that runs one packet per
+/// scheduler slice (so each wait's releasing write is seen: see
+/// [`crate::diagnostics::timeline`]); the summary and the log are the
+/// plain replay's.
 pub fn replay_with_progress(trace: &Trace, options: &ReplayOptions, progress: &mut dyn FnMut(usize)) -> ReplayOutcome {
-    let mut outcome = replay_observed(trace, options, progress, None);
+    let plain = ReplayOptions { timeline: false, ..options.clone() };
+    let mut outcome = replay_observed(trace, &plain, progress, None);
     if let Some(report) = outcome.stall.take() {
         outcome.summary.stalls = forensics::investigate(trace, options, &report);
+    }
+    if options.timeline {
+        let timeline = ReplayOptions { log: false, memory: Vec::new(), registers: Vec::new(), ..options.clone() };
+        outcome.timeline = replay_observed(trace, &timeline, &mut |_| {}, None).timeline;
     }
     outcome
 }
 
 /// The observed replay's state between steps.
 struct Observed<'a> {
-    observer: &'a mut dyn ReplayObserver,
+    observer: Option<&'a mut dyn ReplayObserver>,
+    /// The timeline's waits, when a timeline is asked for.
+    waits: Option<WaitTracker>,
     /// Packets each queue ran so far.
     counts: [u64; QueueId::COUNT as usize],
+    /// Queues that were given a submission, and those suspended now.
+    submitted: [bool; QueueId::COUNT as usize],
+    suspended: [bool; QueueId::COUNT as usize],
     stopped: bool,
+}
+
+impl Observed<'_> {
+    /// Calls `f` on the observer and on the wait tracker.
+    fn each(&mut self, mut f: impl FnMut(&mut dyn ReplayObserver)) {
+        if let Some(o) = self.observer.as_deref_mut() {
+            f(o);
+        }
+        if let Some(w) = &mut self.waits {
+            f(w);
+        }
+    }
+
+    fn wants_suspensions(&self) -> bool {
+        self.waits.is_some() || self.observer.as_deref().is_some_and(|o| o.wants_suspensions())
+    }
 }
 
 /// Runs the GPU as far as it can; with an observer, one packet per step,
@@ -420,10 +452,35 @@ fn run_gpu(gpu: &Gpu<SparseMemory, ReplayBackend>, observed: &mut Option<Observe
                 *n += 1;
             }
             let packet = ExecutedPacket { queue, index, header, location };
-            let flow = gpu.with_processor_and_memory(queue, |p, m| o.observer.packet(&packet, p, m))?;
+            let flow = gpu.with_processor_and_memory(queue, |p, m| {
+                if let Some(w) = &mut o.waits {
+                    let _ = w.packet(&packet, p, m);
+                }
+                o.observer.as_deref_mut().map_or(ControlFlow::Continue(()), |ob| ob.packet(&packet, p, m))
+            })?;
             if flow == ControlFlow::Break(()) {
                 o.stopped = true;
                 return Ok(RunStatus::Idle);
+            }
+        }
+        if o.wants_suspensions() {
+            for q in 0..QueueId::COUNT {
+                let i = q as usize;
+                if !o.submitted.get(i).copied().unwrap_or(false) {
+                    continue;
+                }
+                let was = o.suspended.get(i).copied().unwrap_or(false);
+                let now = gpu.with_processor_and_memory(QueueId(q), |p, m| {
+                    let reason = p.suspended();
+                    if let (Some(reason), false) = (reason, was) {
+                        let at = p.execution().top().map_or(0, |c| c.address());
+                        o.each(|ob| ob.suspended(QueueId(q), &reason, at, m));
+                    }
+                    reason.is_some()
+                })?;
+                if let Some(slot) = o.suspended.get_mut(i) {
+                    *slot = now;
+                }
             }
         }
         if status != RunStatus::Running {
@@ -434,9 +491,10 @@ fn run_gpu(gpu: &Gpu<SparseMemory, ReplayBackend>, observed: &mut Option<Observe
 
 /// [`replay_with_progress`] with an optional observer that sees every packet
 /// with its queue's registers and the guest memory right after it ran. With
-/// an observer each scheduler slice runs one packet (so the interleaving of
-/// queues can differ from a plain replay's), and the observer can stop the
-/// replay early (the summary then covers what ran). No stall forensics.
+/// an observer, or a timeline, each scheduler slice runs one packet (so the
+/// interleaving of queues can differ from a plain replay's), and the
+/// observer can stop the replay early (the summary then covers what ran).
+/// One pass: no stall forensics.
 pub fn replay_observed(
     trace: &Trace,
     options: &ReplayOptions,
@@ -445,16 +503,24 @@ pub fn replay_observed(
 ) -> ReplayOutcome {
     let mut config = options.gpu.clone();
     config.processor.report_packets = true;
-    if observer.is_some() {
+    let observe = observer.is_some() || options.timeline;
+    if observe {
         config.slice_packets = 1;
     }
     let backend = ReplayBackend {
         log: options.log.then(RecordingBackend::new),
         timeline: options.timeline.then(Vec::new),
-        executed: observer.is_some().then(Vec::new),
+        executed: observe.then(Vec::new),
         ..Default::default()
     };
-    let mut observed = observer.map(|observer| Observed { observer, counts: [0; QueueId::COUNT as usize], stopped: false });
+    let mut observed = observe.then(|| Observed {
+        observer,
+        waits: options.timeline.then(WaitTracker::new),
+        counts: [0; QueueId::COUNT as usize],
+        submitted: [false; QueueId::COUNT as usize],
+        suspended: [false; QueueId::COUNT as usize],
+        stopped: false,
+    });
     let gpu = Gpu::deterministic(SparseMemory::new(), backend, config);
     let mut errors = Vec::new();
     let mut submissions: Vec<Submission> = Vec::new();
@@ -479,7 +545,7 @@ pub fn replay_observed(
             started = true;
             apply_patches(&gpu, &options.patches, &mut errors);
             if let Some(o) = &mut observed {
-                gpu.with_memory_ref(|m| o.observer.start(m));
+                gpu.with_memory_ref(|m| o.each(|ob| ob.start(m)));
             }
         }
         match event {
@@ -492,7 +558,7 @@ pub fn replay_observed(
             TraceEvent::HostWrite { address, data, chunk } => {
                 settle(&gpu, &mut errors, &mut observed);
                 if let Some(o) = &mut observed {
-                    o.observer.host_write(*chunk, *address, data.len());
+                    o.each(|ob| ob.host_write(*chunk, *address, data.len()));
                 }
                 let bytes = trace.bytes_of(data);
                 match gpu.write_memory(*address, bytes) {
@@ -514,6 +580,9 @@ pub fn replay_observed(
                 }
                 if let Some(n) = per_queue.get_mut(*queue as usize) {
                     *n += 1;
+                }
+                if let Some(slot) = observed.as_mut().and_then(|o| o.submitted.get_mut(*queue as usize)) {
+                    *slot = true;
                 }
             }
             TraceEvent::Note { .. } | TraceEvent::Ancillary { .. } => {}
@@ -618,7 +687,9 @@ pub fn replay_observed(
         )
     });
     summary.skipped_ibs = skipped_ibs;
-    let timeline = timeline.map(|packets| timeline_json(&packets));
+    let mut waits = observed.and_then(|o| o.waits).unwrap_or_default();
+    waits.finish();
+    let timeline = timeline.map(|packets| timeline_json(&packets, &waits.spans));
     let written_page_bytes = gpu.with_memory_ref(|m| m.allocated_page_bytes());
     ReplayOutcome { summary, programs: programs.into_values().collect(), log, timeline, written_page_bytes, stall }
 }
@@ -633,10 +704,12 @@ fn apply_patches(gpu: &Gpu<SparseMemory, ReplayBackend>, patches: &[(u64, u32)],
 }
 
 /// Chrome/Perfetto trace-event JSON: one process, one thread per queue,
-/// one 1-µs complete event per packet at the global packet clock.
-fn timeline_json(packets: &[TimelinePacket]) -> String {
+/// one 1-µs complete event per packet at the global packet clock, and each
+/// wait as a span with a flow arrow from the packet that released it
+/// ([`crate::diagnostics::timeline`]).
+fn timeline_json(packets: &[TimelinePacket], waits: &[WaitSpan]) -> String {
     let mut out = String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-    let mut queues: Vec<u32> = packets.iter().map(|p| p.1).collect();
+    let mut queues: Vec<u32> = packets.iter().map(|p| p.1).chain(waits.iter().map(|w| w.queue.0)).collect();
     queues.sort_unstable();
     queues.dedup();
     let mut first = true;
@@ -653,6 +726,15 @@ fn timeline_json(packets: &[TimelinePacket]) -> String {
         let sep = if first { "" } else { ",\n" };
         first = false;
         let _ = write!(out, "{sep}{{\"ph\":\"X\",\"pid\":1,\"tid\":{q},\"ts\":{ts},\"dur\":1,\"name\":\"{name}\"}}");
+    }
+    let mut events = Vec::new();
+    for (id, w) in waits.iter().enumerate() {
+        w.write_events(id as u64 + 1, &mut events);
+    }
+    for e in events {
+        let sep = if first { "" } else { ",\n" };
+        first = false;
+        let _ = write!(out, "{sep}{e}");
     }
     out.push_str("\n]}\n");
     out

@@ -364,7 +364,9 @@ fn forensics_name_a_host_write_and_keep_the_last_16_packets() {
     for _ in 0..20 {
         source.push_str("    NOP\n");
     }
-    source.push_str("    WAIT_REG_MEM function=eq addr=0x200000 ref=9\n.end\n.submit gfx gfx\n.write 0x200000\n    .dw 3\n.end\n");
+    source.push_str(
+        "    WAIT_REG_MEM function=eq addr=0x200000 ref=9\n.end\n.submit gfx gfx\n.write 0x200000\n    .dw 3\n.end\n",
+    );
     let trace = Trace::from_bytes(pm4core::asm::assemble(&source).unwrap()).unwrap();
     let outcome = replay(&trace, &ReplayOptions::default());
     let stalls = &outcome.summary.stalls;
@@ -390,7 +392,16 @@ fn a_patched_dword_changes_the_replay_before_the_first_submission() {
     assert_eq!(got["memory"], json!({ "0x200100:4": "77000000" }));
     // The stall trace completes when both waits' reference dwords are patched.
     let trace = stall_trace();
-    let o = pm4(&["replay", trace.to_str().unwrap(), "--patch", "0x100038=7", "--patch", "0x101024=0", "--patch", "0x101040=1"]);
+    let o = pm4(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--patch",
+        "0x100038=7",
+        "--patch",
+        "0x101024=0",
+        "--patch",
+        "0x101040=1",
+    ]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).ends_with("errors: none\n"), "{}", stdout(&o));
 }
@@ -444,11 +455,10 @@ fn unmapped_ibs_stop_naming_the_indirect_buffer_or_are_skipped_when_asked() {
     let log = temp("skip.log", b"");
     let o = pm4(&["replay", t, "--skip-unmapped-ibs", "--log", log.to_str().unwrap()]);
     assert_eq!(code(&o), 0);
-    assert!(stdout(&o).contains("skipped indirect buffer on gfx at 0xfff000000000: 0x1000, 16 dwords not in the trace\n"));
-    assert_eq!(
-        std::fs::read_to_string(&log).unwrap(),
-        "gfx skipped_ib addr=0x1000 size_dw=16 packet=0xfff000000000\n"
+    assert!(
+        stdout(&o).contains("skipped indirect buffer on gfx at 0xfff000000000: 0x1000, 16 dwords not in the trace\n")
     );
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "gfx skipped_ib addr=0x1000 size_dw=16 packet=0xfff000000000\n");
 }
 
 // ------------------------------------------------------- the command line
@@ -518,7 +528,11 @@ fn plurals_and_operator_names_read_as_english() {
     let o = pm4(&["disasm", &corpus("registers.pm4t")]);
     assert!(stdout(&o).contains("; 20 packets in 1 submission, 0 diagnostics\n"), "{}", stdout(&o));
     let o = pm4(&["disasm", &corpus("queues.pm4t")]);
-    assert!(stdout(&o).contains("WAIT_REG_MEM MEM_SPACE=memory ADDR=0x200000 FUNCTION=ge REFERENCE=0x1"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("WAIT_REG_MEM MEM_SPACE=memory ADDR=0x200000 FUNCTION=ge REFERENCE=0x1"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
@@ -539,10 +553,7 @@ fn inspect_json_has_one_shape_and_unknown_files_exit_2() {
         assert!(o.stdout.is_empty());
         assert_eq!(
             stderr(&o),
-            format!(
-                "pm4: {}: not a format pm4 knows (31 bytes, starting 6e6f74206120666f)\n",
-                unknown.display()
-            )
+            format!("pm4: {}: not a format pm4 knows (31 bytes, starting 6e6f74206120666f)\n", unknown.display())
         );
     }
     let malformed = temp("malformed.bin", b"DVLB\x01\x00\x00\x00");
@@ -584,4 +595,101 @@ fn every_argument_has_help_text() {
             assert!(words.len() >= 2, "{a} {b}: no help for '{line}'");
         }
     }
+}
+
+// --------------------------------------------------------------- timeline
+
+#[test]
+fn the_timeline_shows_each_wait_as_a_span_with_an_arrow_from_its_release() {
+    let out = temp("queues.timeline.json", b"");
+    let o = pm4(&["replay", &corpus("queues.pm4t"), "--timeline", out.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    // The summary is the plain replay's, whatever the timeline's replay did.
+    assert!(stdout(&o).contains("waits 2  fences 1"), "{}", stdout(&o));
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let events = json["traceEvents"].as_array().unwrap();
+    let packets: Vec<(u64, u64, &str)> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e.get("cat").is_none())
+        .map(|e| (e["ts"].as_u64().unwrap(), e["tid"].as_u64().unwrap(), e["name"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        packets,
+        vec![
+            (1, 0, "WRITE_DATA"),
+            (2, 0, "RELEASE_MEM"),
+            (3, 1, "WAIT_REG_MEM"),
+            (4, 1, "DISPATCH_DIRECT"),
+            (5, 1, "MEM_SEMAPHORE"),
+            (6, 26, "MEM_SEMAPHORE"),
+            (7, 26, "WRITE_DATA"),
+            (8, 0, "WAIT_REG_MEM"),
+            (9, 0, "WRITE_DATA"),
+            (10, 26, "REWIND"),
+            (11, 26, "WRITE_DATA"),
+        ]
+    );
+    let waits: Vec<&serde_json::Value> = events.iter().filter(|e| e["cat"] == "wait").collect();
+    let span = |tid: u64, ts: u64, dur: u64, packet: &str, reason: &str, released_by: &str| {
+        json!({
+            "ph": "X", "cat": "wait", "pid": 1, "tid": tid, "ts": ts, "dur": dur, "name": "wait",
+            "args": { "packet": packet, "reason": reason, "released_by": released_by }
+        })
+    };
+    let flow = |ph: &str, id: u64, tid: u64, ts: u64| {
+        let mut e = json!({ "ph": ph, "cat": "wait", "id": id, "pid": 1, "tid": tid, "ts": ts, "name": "release" });
+        if ph == "f" {
+            e["bp"] = json!("e");
+        }
+        e
+    };
+    let expected = [
+        // comp0.0 waits for gfx's fence: released by RELEASE_MEM (clock 2).
+        span(
+            1,
+            1,
+            2,
+            "0x101000",
+            "WAIT_REG_MEM on memory 0x200000: (value 0x0 & mask 0xffffffff) >= reference 0x1 is false",
+            "gfx packet at clock 2",
+        ),
+        flow("s", 1, 0, 2),
+        flow("f", 1, 1, 3),
+        // comp3.1's semaphore: signalled by comp0.0's MEM_SEMAPHORE (clock 5).
+        span(26, 1, 5, "0x102000", "MEM_SEMAPHORE wait on 0x200020: zero", "comp0.0 packet at clock 5"),
+        flow("s", 2, 1, 5),
+        flow("f", 2, 26, 6),
+        // gfx and the REWIND: released by the trace's host writes.
+        span(
+            0,
+            3,
+            5,
+            "0x100034",
+            "WAIT_REG_MEM on memory 0x200010: (value 0x0 & mask 0xff) == reference 0x55 is false",
+            "host write (chunk 8)",
+        ),
+        span(26, 7, 3, "0x102024", "REWIND at 0x102028: VALID not set", "host write (chunk 9)"),
+    ];
+    assert_eq!(waits, expected.iter().collect::<Vec<_>>());
+}
+
+#[test]
+fn a_stalled_wait_runs_to_the_end_of_the_timeline() {
+    let trace = stall_trace();
+    let out = temp("stall.timeline.json", b"");
+    let o = pm4(&["replay", trace.to_str().unwrap(), "--timeline", out.to_str().unwrap()]);
+    assert_eq!(code(&o), 1);
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let waits: Vec<(u64, u64, u64, String)> = json["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "wait")
+        .map(|e| {
+            let released = e["args"]["released_by"].as_str().unwrap().to_string();
+            (e["tid"].as_u64().unwrap(), e["ts"].as_u64().unwrap(), e["dur"].as_u64().unwrap(), released)
+        })
+        .collect();
+    let never = "never: the replay stalled".to_string();
+    assert_eq!(waits, vec![(0, 3, 1, never.clone()), (1, 3, 1, never)]);
 }

@@ -303,10 +303,7 @@ fn gfx7_eop_and_eos_packets() {
 #[test]
 fn acquire_mem_reports_a_cache_action() {
     let h = run(&Cmd::new().pkt3(Opcode::ACQUIRE_MEM, &[0, 0xFFFF_FFFF, 0, 0, 0, 10, 0x4000]));
-    assert_eq!(
-        h.log(),
-        vec!["gfx cache acquire_mem base=0x0 size=all coher_cntl=0x0 gcr_cntl=0x4000"]
-    );
+    assert_eq!(h.log(), vec!["gfx cache acquire_mem base=0x0 size=all coher_cntl=0x0 gcr_cntl=0x4000"]);
 }
 
 #[test]

@@ -203,7 +203,7 @@ impl ReplayObserver for ForensicsObserver {
 }
 
 /// The watched range of a wait: its address and 4 or 8 bytes.
-fn watched_range(reason: &SuspendReason) -> Option<(u64, usize)> {
+pub(crate) fn watched_range(reason: &SuspendReason) -> Option<(u64, usize)> {
     let address = reason.watched_address()?;
     let len = match reason {
         SuspendReason::WaitRegMem { is_64: true, .. } | SuspendReason::AtomicLoop { .. } => 8,
@@ -253,7 +253,11 @@ pub fn investigate(trace: &Trace, options: &ReplayOptions, report: &StallReport)
                 queue: q.queue.to_string(),
                 reason: q.reason.to_string(),
                 waiting,
-                last_packets: observer.recent.get(q.queue.0 as usize).map(|r| r.iter().cloned().collect()).unwrap_or_default(),
+                last_packets: observer
+                    .recent
+                    .get(q.queue.0 as usize)
+                    .map(|r| r.iter().cloned().collect())
+                    .unwrap_or_default(),
                 watched,
             }
         })

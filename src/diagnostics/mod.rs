@@ -10,6 +10,7 @@
 pub mod forensics;
 pub mod state;
 pub mod stats;
+pub mod timeline;
 
 use std::ops::ControlFlow;
 
@@ -17,7 +18,7 @@ use crate::backend::QueueId;
 use crate::memory::GuestMemory;
 use crate::packet::{Header, PacketLocation, PacketType};
 use crate::processor::tables::OpcodeEntry;
-use crate::processor::Processor;
+use crate::processor::{Processor, SuspendReason};
 use crate::regs::{self, RegisterFile};
 
 /// A packet a queue ran (executed, or skipped by predication), as an
@@ -97,6 +98,17 @@ pub trait ReplayObserver {
     /// (applied before the next packet runs).
     #[allow(unused_variables)]
     fn host_write(&mut self, chunk: u32, address: u64, len: u64) {}
+
+    /// True to be told when a queue suspends ([`ReplayObserver::suspended`]);
+    /// it costs a look at every queue with work after each packet.
+    fn wants_suspensions(&self) -> bool {
+        false
+    }
+
+    /// `queue` suspended on the packet at `packet` (called once per wait,
+    /// not again while it stays suspended), with the memory then.
+    #[allow(unused_variables)]
+    fn suspended(&mut self, queue: QueueId, reason: &SuspendReason, packet: u64, memory: &dyn GuestMemory) {}
 }
 
 /// One register write of a packet.

@@ -38,9 +38,9 @@ impl StopAt {
     /// Parses `ADDR` (decimal or 0x-hex) or `#N`.
     pub fn parse(text: &str) -> Result<Self, String> {
         match text.strip_prefix('#') {
-            Some(n) => replay::parse_number(n)
-                .map(StopAt::Index)
-                .ok_or_else(|| format!("'{text}' is not #N (a packet index)")),
+            Some(n) => {
+                replay::parse_number(n).map(StopAt::Index).ok_or_else(|| format!("'{text}' is not #N (a packet index)"))
+            }
             None => replay::parse_number(text)
                 .map(StopAt::Address)
                 .ok_or_else(|| format!("'{text}' is not a packet address or #N")),
@@ -213,7 +213,8 @@ impl ReplayObserver for StateObserver {
             StopAt::Index(n) => packet.index == n,
         };
         if hit {
-            self.result = Some(self.snapshot(packet.queue, PacketPoint { address: packet.address(), index: packet.index }));
+            self.result =
+                Some(self.snapshot(packet.queue, PacketPoint { address: packet.address(), index: packet.index }));
             return ControlFlow::Break(());
         }
         let Some(slot) = self.queues.get_mut(packet.queue.0 as usize) else { return GO_ON };
@@ -264,10 +265,8 @@ pub fn state_at(
     let mut message = match at {
         StopAt::Address(a) => format!("no packet at {a:#x} ran on {whom}"),
         StopAt::Index(n) => {
-            let ran = queue
-                .and_then(|q| observer.queues.get(q.0 as usize))
-                .and_then(Option::as_ref)
-                .map_or(0, |t| t.packets);
+            let ran =
+                queue.and_then(|q| observer.queues.get(q.0 as usize)).and_then(Option::as_ref).map_or(0, |t| t.packets);
             format!("{whom} ran {ran} packet{}: there is no packet #{n}", plural(ran as usize))
         }
     };
@@ -369,7 +368,14 @@ pub fn diff(a: &QueueState, b: &QueueState) -> StateDiff {
 impl fmt::Display for StateDiff {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.changed.len();
-        writeln!(f, "{} from packet {} to packet {}: {n} register{} changed", self.queue, self.from, self.to, plural(n))?;
+        writeln!(
+            f,
+            "{} from packet {} to packet {}: {n} register{} changed",
+            self.queue,
+            self.from,
+            self.to,
+            plural(n)
+        )?;
         let mut v: Vec<_> = self.changed.iter().collect();
         v.sort_by_key(|(_, c)| c.register);
         let show = |v: Option<u32>| v.map_or_else(|| "unwritten".to_string(), |v| format!("{v:#010x}"));
