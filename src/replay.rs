@@ -258,9 +258,27 @@ struct ReplayBackend {
     /// Packets run since the observer last looked, when one watches.
     executed: Option<Vec<(QueueId, Header, PacketLocation)>>,
     skipped_ibs: Vec<SkippedIb>,
+    /// Packets each queue ran: the number of the packet running now, which
+    /// each log line carries (`gfx #12 draw …`).
+    packets: Vec<u64>,
 }
 
 impl ReplayBackend {
+    /// Lets the recorder log an effect of `queue`'s running packet, then
+    /// numbers the new lines with that packet's index (as `pm4 state --at
+    /// #N` takes it).
+    fn log_with(&mut self, queue: QueueId, f: impl FnOnce(&mut RecordingBackend)) {
+        let Some(log) = &mut self.log else { return };
+        let before = log.lines.len();
+        f(log);
+        let index = self.packets.get(queue.0 as usize).copied().unwrap_or(0);
+        for line in log.lines.iter_mut().skip(before) {
+            if let Some(space) = line.find(' ') {
+                line.insert_str(space, &format!(" #{index}"));
+            }
+        }
+    }
+
     fn bind(&mut self, stage: ProgramStage, binding: &ProgramBinding) {
         if binding.address != 0 && !self.programs.contains_key(&binding.address) {
             self.programs.insert(
@@ -282,6 +300,12 @@ fn packet_name(header: Header) -> &'static str {
 impl Backend for ReplayBackend {
     fn packet(&mut self, queue: QueueId, header: Header, location: &PacketLocation) {
         self.clock += 1;
+        if self.packets.is_empty() {
+            self.packets.resize(QueueId::COUNT as usize, 0);
+        }
+        if let Some(n) = self.packets.get_mut(queue.0 as usize) {
+            *n += 1;
+        }
         if let Some(t) = &mut self.timeline {
             t.push((self.clock, queue.0, packet_name(header)));
         }
@@ -291,63 +315,41 @@ impl Backend for ReplayBackend {
     }
     fn skipped_indirect_buffer(&mut self, queue: QueueId, location: &PacketLocation, address: u64, size_dw: u32) {
         self.skipped_ibs.push(SkippedIb { queue: queue.to_string(), address, size_dw, packet: location.address() });
-        if let Some(log) = &mut self.log {
-            log.skipped_indirect_buffer(queue, location, address, size_dw)
-        }
+        self.log_with(queue, |l| l.skipped_indirect_buffer(queue, location, address, size_dw));
     }
     fn draw(&mut self, d: &Draw<'_>) {
         for (stage, binding) in ProgramStage::GRAPHICS.iter().zip(d.programs.iter()) {
             self.bind(*stage, binding);
         }
-        if let Some(log) = &mut self.log {
-            log.draw(d)
-        }
+        self.log_with(d.queue, |l| l.draw(d));
     }
     fn dispatch(&mut self, d: &Dispatch<'_>) {
         self.bind(ProgramStage::Cs, d.program);
-        if let Some(log) = &mut self.log {
-            log.dispatch(d)
-        }
+        self.log_with(d.queue, |l| l.dispatch(d));
     }
     fn event(&mut self, e: &Event) {
-        if let Some(log) = &mut self.log {
-            log.event(e)
-        }
+        self.log_with(e.queue, |l| l.event(e));
     }
     fn cache_action(&mut self, q: QueueId, a: &CacheAction) {
-        if let Some(log) = &mut self.log {
-            log.cache_action(q, a)
-        }
+        self.log_with(q, |l| l.cache_action(q, a));
     }
     fn fence(&mut self, f: &Fence) {
-        if let Some(log) = &mut self.log {
-            log.fence(f)
-        }
+        self.log_with(f.queue, |l| l.fence(f));
     }
     fn flip(&mut self, f: &Flip) {
-        if let Some(log) = &mut self.log {
-            log.flip(f)
-        }
+        self.log_with(f.queue, |l| l.flip(f));
     }
     fn marker(&mut self, q: QueueId, m: &Marker<'_>) {
-        if let Some(log) = &mut self.log {
-            log.marker(q, m)
-        }
+        self.log_with(q, |l| l.marker(q, m));
     }
     fn host_command(&mut self, q: QueueId, code: u32, payload: &[u32]) {
-        if let Some(log) = &mut self.log {
-            log.host_command(q, code, payload)
-        }
+        self.log_with(q, |l| l.host_command(q, code, payload));
     }
     fn not_emulated(&mut self, p: &NotEmulated) {
-        if let Some(log) = &mut self.log {
-            log.not_emulated(p)
-        }
+        self.log_with(p.queue, |l| l.not_emulated(p));
     }
     fn unknown_packet(&mut self, r: &UnknownPacket) {
-        if let Some(log) = &mut self.log {
-            log.unknown_packet(r)
-        }
+        self.log_with(QueueId(r.queue), |l| l.unknown_packet(r));
     }
     fn sample_event(
         &mut self,
@@ -357,10 +359,12 @@ impl Backend for ReplayBackend {
         render_backends: u32,
         memory: &mut dyn GuestMemory,
     ) -> Result<(), MemoryError> {
-        match &mut self.log {
-            Some(log) => log.sample_event(queue, kind, address, render_backends, memory),
-            None => crate::backend::write_default_sample(kind, address, render_backends, memory),
+        if self.log.is_none() {
+            return crate::backend::write_default_sample(kind, address, render_backends, memory);
         }
+        let mut result = Ok(());
+        self.log_with(queue, |l| result = l.sample_event(queue, kind, address, render_backends, memory));
+        result
     }
 }
 

@@ -458,7 +458,10 @@ fn unmapped_ibs_stop_naming_the_indirect_buffer_or_are_skipped_when_asked() {
     assert!(
         stdout(&o).contains("skipped indirect buffer on gfx at 0xfff000000000: 0x1000, 16 dwords not in the trace\n")
     );
-    assert_eq!(std::fs::read_to_string(&log).unwrap(), "gfx skipped_ib addr=0x1000 size_dw=16 packet=0xfff000000000\n");
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "gfx #0 skipped_ib addr=0x1000 size_dw=16 packet=0xfff000000000\n"
+    );
 }
 
 // ------------------------------------------------------- the command line
@@ -692,4 +695,17 @@ fn a_stalled_wait_runs_to_the_end_of_the_timeline() {
         .collect();
     let never = "never: the replay stalled".to_string();
     assert_eq!(waits, vec![(0, 3, 1, never.clone()), (1, 3, 1, never)]);
+}
+
+#[test]
+fn log_lines_carry_the_packet_number_state_takes() {
+    // draws_dispatches.log: "gfx #7 draw DRAW_INDEX_OFFSET_2 …".
+    let golden = std::fs::read_to_string(corpus("draws_dispatches.log")).unwrap();
+    let line = golden.lines().find(|l| l.contains("DRAW_INDEX_OFFSET_2")).unwrap();
+    assert!(line.starts_with("gfx #7 draw DRAW_INDEX_OFFSET_2 count=12"), "{line}");
+    let state = state_at(&load("draws_dispatches.pm4t"), &ReplayOptions::default(), None, StopAt::Index(7)).unwrap();
+    assert_eq!(state.at.address, 0x100058);
+    // The packet itself writes VGT_NUM_INDICES: not yet at the point before it.
+    assert_eq!(state.registers["VGT_NUM_INDICES"].value, 6);
+    assert_eq!(state.registers["VGT_NUM_INDICES"].written_by.opcode, "DRAW_INDEX_2");
 }
