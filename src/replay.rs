@@ -18,7 +18,7 @@ use crate::backend::{
     Backend, CacheAction, Dispatch, Draw, Event, Fence, Flip, Marker, NotEmulated, ProgramBinding, ProgramStage,
     QueueId, RecordingBackend, SampleKind, UnknownPacket,
 };
-use crate::diagnostics::forensics::{self, QueueForensics};
+use crate::diagnostics::forensics::{self, Failure, QueueForensics};
 use crate::diagnostics::timeline::{WaitSpan, WaitTracker};
 use crate::diagnostics::{ExecutedPacket, ReplayObserver};
 use crate::gpu::{Gpu, GpuConfig, GpuError, RunStatus, StallReport, Submission};
@@ -235,6 +235,8 @@ pub struct ReplayOutcome {
     /// The stall the replay ended in, if it did (the summary's `deadlock`
     /// error and, after [`replay_with_progress`], its `stalls`).
     pub stall: Option<StallReport>,
+    /// Submissions a processor error stopped, with the packet it stopped at.
+    pub failures: Vec<Failure>,
 }
 
 impl ReplayOutcome {
@@ -389,9 +391,10 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> ReplayOutcome {
 }
 
 /// [`replay`], calling `progress(chunks_done)` as it goes through the trace's
-/// events. When the replay ends stalled, the trace is replayed a second
-/// time under a [`forensics`] observer and the summary's `stalls` say what
-/// each stuck queue waits on and who last wrote it.
+/// events. When the replay ends stalled or a submission fails, the trace is
+/// replayed a second time under a [`forensics`] observer and the summary's
+/// `stalls` say what each stuck queue waits on (or failed at) and who last
+/// wrote what it waits on.
 ///
 /// A timeline comes from a second replay that runs one packet per
 /// scheduler slice (so each wait's releasing write is seen: see
@@ -400,8 +403,9 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> ReplayOutcome {
 pub fn replay_with_progress(trace: &Trace, options: &ReplayOptions, progress: &mut dyn FnMut(usize)) -> ReplayOutcome {
     let plain = ReplayOptions { timeline: false, ..options.clone() };
     let mut outcome = replay_observed(trace, &plain, progress, None);
-    if let Some(report) = outcome.stall.take() {
-        outcome.summary.stalls = forensics::investigate(trace, options, &report);
+    let stall = outcome.stall.take();
+    if stall.is_some() || !outcome.failures.is_empty() {
+        outcome.summary.stalls = forensics::investigate(trace, options, stall.as_ref(), &outcome.failures);
     }
     if options.timeline {
         let timeline = ReplayOptions { log: false, memory: Vec::new(), registers: Vec::new(), ..options.clone() };
@@ -605,10 +609,15 @@ pub fn replay_observed(
         Ok(_) => {}
         Err(e) => errors.push(gpu_error_entry(&e)),
     }
+    let mut failures = Vec::new();
     for s in &submissions {
         if let Some(Err(e)) = s.poll() {
             if !matches!(e, GpuError::Deadlock(_) | GpuError::Pending) {
                 errors.push(gpu_error_entry(&e));
+            }
+            if let GpuError::Processor { queue, source, .. } = &e {
+                let packet = source.location().map(|l| l.address());
+                failures.push(Failure { queue: *queue, packet, message: e.to_string() });
             }
         }
     }
@@ -695,7 +704,15 @@ pub fn replay_observed(
     waits.finish();
     let timeline = timeline.map(|packets| timeline_json(&packets, &waits.spans));
     let written_page_bytes = gpu.with_memory_ref(|m| m.allocated_page_bytes());
-    ReplayOutcome { summary, programs: programs.into_values().collect(), log, timeline, written_page_bytes, stall }
+    ReplayOutcome {
+        summary,
+        programs: programs.into_values().collect(),
+        log,
+        timeline,
+        written_page_bytes,
+        stall,
+        failures,
+    }
 }
 
 /// Writes the `--patch` dwords (before the first submission).

@@ -314,6 +314,7 @@ fn a_stalled_replay_says_what_each_queue_waits_on_and_who_wrote_it() {
         json!([
             {
                 "queue": "gfx",
+                "error": false,
                 "reason": "WAIT_REG_MEM on memory 0x200010: (value 0x7 & mask 0xffffffff) == reference 0x8 is false",
                 "waiting": wait(0x100028, "0x200010", 8),
                 "last_packets": [
@@ -327,6 +328,7 @@ fn a_stalled_replay_says_what_each_queue_waits_on_and_who_wrote_it() {
             },
             {
                 "queue": "comp0.0",
+                "error": false,
                 "reason": "WAIT_REG_MEM on memory 0x200030: (value 0x0 & mask 0xffffffff) == reference 0x2 is false",
                 "waiting": wait(0x101014, "0x200030", 2),
                 "last_packets": [{ "address": 0x101000, "opcode": "WRITE_DATA" }],
@@ -443,6 +445,23 @@ fn unmapped_ibs_stop_naming_the_indirect_buffer_or_are_skipped_when_asked() {
     assert_eq!(
         stderr(&o),
         "pm4: replay error (memory): submission #0 on gfx: INDIRECT_BUFFER at 0xfff000000000 (buffer 0xfff000000000 + dword 0): unmapped guest memory at 0x1000 (access of 4 bytes)\n"
+    );
+    let o = pm4(&["replay", t, "--json"]);
+    let got: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        got["stalls"],
+        json!([{
+            "queue": "gfx",
+            "error": true,
+            "reason": "submission #0 on gfx: INDIRECT_BUFFER at 0xfff000000000 (buffer 0xfff000000000 + dword 0): unmapped guest memory at 0x1000 (access of 4 bytes)",
+            "waiting": {
+                "address": 0xfff0_0000_0000u64,
+                "opcode": "INDIRECT_BUFFER",
+                "fields": "IB_BASE=0x1000 IB_SIZE=16 CHAIN=0 VALID=0 PRE_ENA=0 VMID=0 IB_CONTROL=0x00000010",
+            },
+            "last_packets": [],
+            "watched": null,
+        }])
     );
     let o = pm4(&["replay", t, "--skip-unmapped-ibs", "--json"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
@@ -708,4 +727,33 @@ fn log_lines_carry_the_packet_number_state_takes() {
     // The packet itself writes VGT_NUM_INDICES: not yet at the point before it.
     assert_eq!(state.registers["VGT_NUM_INDICES"].value, 6);
     assert_eq!(state.registers["VGT_NUM_INDICES"].written_by.opcode, "DRAW_INDEX_2");
+}
+
+#[test]
+fn a_failed_submission_is_described_with_the_packets_before_it() {
+    let source = "\
+.info gpu=gfx10.3
+gfx: .mem 0x100000
+    NOP
+    NOP
+    WRITE_DATA addr=0x900000 data=1
+    NOP
+.end
+.submit gfx gfx
+";
+    let trace = Trace::from_bytes(pm4core::asm::assemble(source).unwrap()).unwrap();
+    let outcome = replay(&trace, &ReplayOptions::default());
+    let stalls = &outcome.summary.stalls;
+    assert_eq!(stalls.len(), 1);
+    let f = &stalls[0];
+    assert!(f.error);
+    assert_eq!(f.queue, "gfx");
+    let waiting = f.waiting.as_ref().unwrap();
+    assert_eq!((waiting.address, waiting.opcode.as_str()), (0x100008, "WRITE_DATA"));
+    let last: Vec<(u64, &str)> = f.last_packets.iter().map(|p| (p.address, p.opcode.as_str())).collect();
+    assert_eq!(last, vec![(0x100000, "NOP"), (0x100004, "NOP")]);
+    assert_eq!(f.watched, None);
+    assert!(f.reason.contains("unmapped guest memory at 0x900000"), "{}", f.reason);
+    let text = pm4core::replay::format_summary(&outcome.summary);
+    assert!(text.contains("error on gfx: stopped at 0x100008 on WRITE_DATA "), "{text}");
 }

@@ -82,6 +82,7 @@ pub struct WatchedAddress {
 ///
 /// let stuck = QueueForensics {
 ///     queue: "comp0.0".into(),
+///     error: false,
 ///     reason: "WAIT_REG_MEM on memory 0x200000: ...".into(),
 ///     waiting: None,
 ///     last_packets: vec![RecentPacket { address: 0x101000, opcode: "NOP".into() }],
@@ -94,9 +95,12 @@ pub struct WatchedAddress {
 pub struct QueueForensics {
     /// Queue name.
     pub queue: String,
-    /// Why it waits (the stall report's words).
+    /// False: the queue waits (a stall); true: a processor error stopped
+    /// its submission at `waiting`.
+    pub error: bool,
+    /// Why it waits (the stall report's words), or the error.
     pub reason: String,
-    /// The packet it waits on.
+    /// The packet it waits on (or failed at).
     pub waiting: Option<WaitingPacket>,
     /// The last packets it ran, oldest first (at most [`RECENT_PACKETS`]).
     pub last_packets: Vec<RecentPacket>,
@@ -106,10 +110,11 @@ pub struct QueueForensics {
 
 impl fmt::Display for QueueForensics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "stall on {}: ", self.queue)?;
+        let (what, verb) = if self.error { ("error", "stopped") } else { ("stall", "waits") };
+        write!(f, "{what} on {}: ", self.queue)?;
         match &self.waiting {
-            Some(w) => writeln!(f, "waits at {:#x} on {} {}", w.address, w.opcode, w.fields)?,
-            None => writeln!(f, "waits")?,
+            Some(w) => writeln!(f, "{verb} at {:#x} on {} {}", w.address, w.opcode, w.fields)?,
+            None => writeln!(f, "{verb}")?,
         }
         writeln!(f, "  {}", self.reason)?;
         if let Some(w) = &self.watched {
@@ -118,8 +123,10 @@ impl fmt::Display for QueueForensics {
                 None => writeln!(f, "  watched {:#x}: never written", w.address)?,
             }
         }
-        let n = self.last_packets.len();
-        writeln!(f, "  last {n} packet{} run:", if n == 1 { "" } else { "s" })?;
+        match self.last_packets.len() {
+            0 => writeln!(f, "  no packet ran before")?,
+            n => writeln!(f, "  last {n} packet{} run:", if n == 1 { "" } else { "s" })?,
+        }
         for p in &self.last_packets {
             writeln!(f, "    {:#014x} {}", p.address, p.opcode)?;
         }
@@ -212,10 +219,28 @@ pub(crate) fn watched_range(reason: &SuspendReason) -> Option<(u64, usize)> {
     Some((address, len))
 }
 
+/// A submission a processor error stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    pub queue: QueueId,
+    /// Address of the packet it stopped at, when the error names one.
+    pub packet: Option<u64>,
+    /// The error.
+    pub message: String,
+}
+
 /// Replays `trace` again under the forensics observer and describes each
 /// queue of `report` (the stall of a first replay; the second replay's
-/// own stall is used when it has one).
-pub fn investigate(trace: &Trace, options: &ReplayOptions, report: &StallReport) -> Vec<QueueForensics> {
+/// own stall is used when it has one) and each failed submission (its
+/// packet, and the packets before it; no watched address).
+pub fn investigate(
+    trace: &Trace,
+    options: &ReplayOptions,
+    report: Option<&StallReport>,
+    failures: &[Failure],
+) -> Vec<QueueForensics> {
+    let empty = StallReport::default();
+    let report = report.unwrap_or(&empty);
     let family = trace.gpu().and_then(|g| g.parse::<GpuFamily>().ok()).unwrap_or(GpuFamily::Gfx103);
     let mut observer = ForensicsObserver {
         recent: (0..QueueId::COUNT).map(|_| VecDeque::new()).collect(),
@@ -232,36 +257,46 @@ pub fn investigate(trace: &Trace, options: &ReplayOptions, report: &StallReport)
             observer.waiting.push((at, Vec::new()));
         }
     }
+    for f in failures {
+        if let Some(at) = f.packet {
+            observer.waiting.push((at, Vec::new()));
+        }
+    }
     let mut quiet = options.clone();
     quiet.log = false;
     quiet.timeline = false;
     let outcome = replay::replay_observed(trace, &quiet, &mut |_| {}, Some(&mut observer));
     let report = outcome.stall.as_ref().unwrap_or(report);
-    report
-        .queues
-        .iter()
-        .map(|q| {
-            let waiting = q.packet_address.map(|address| {
-                let words = observer.waiting.iter().find(|(a, _)| *a == address).map_or(&[][..], |(_, w)| w);
-                describe_packet(family, address, words)
-            });
-            let watched = watched_range(&q.reason).map(|(address, _)| WatchedAddress {
-                address,
-                last_written_by: observer.watches.iter().find(|w| w.address == address).and_then(|w| w.last.clone()),
-            });
-            QueueForensics {
-                queue: q.queue.to_string(),
-                reason: q.reason.to_string(),
-                waiting,
-                last_packets: observer
-                    .recent
-                    .get(q.queue.0 as usize)
-                    .map(|r| r.iter().cloned().collect())
-                    .unwrap_or_default(),
-                watched,
-            }
-        })
-        .collect()
+    let recent = |queue: QueueId| -> Vec<RecentPacket> {
+        observer.recent.get(queue.0 as usize).map(|r| r.iter().cloned().collect()).unwrap_or_default()
+    };
+    let waiting = |address: u64| {
+        let words = observer.waiting.iter().find(|(a, _)| *a == address).map_or(&[][..], |(_, w)| w);
+        describe_packet(family, address, words)
+    };
+    let stuck = report.queues.iter().map(|q| {
+        let watched = watched_range(&q.reason).map(|(address, _)| WatchedAddress {
+            address,
+            last_written_by: observer.watches.iter().find(|w| w.address == address).and_then(|w| w.last.clone()),
+        });
+        QueueForensics {
+            queue: q.queue.to_string(),
+            error: false,
+            reason: q.reason.to_string(),
+            waiting: q.packet_address.map(waiting),
+            last_packets: recent(q.queue),
+            watched,
+        }
+    });
+    let failed = failures.iter().map(|f| QueueForensics {
+        queue: f.queue.to_string(),
+        error: true,
+        reason: f.message.clone(),
+        waiting: f.packet.map(waiting),
+        last_packets: recent(f.queue),
+        watched: None,
+    });
+    stuck.chain(failed).collect()
 }
 
 /// The opcode and decoded fields of the packet `words` at `address`.
