@@ -43,7 +43,11 @@ fn temp(name: &str, bytes: &[u8]) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("pm4-diagnostics-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
-    std::fs::write(&path, bytes).unwrap();
+    // Tests run in parallel and some write the same file: write a private
+    // copy, then rename it into place (atomic), so no reader sees half a file.
+    let private = dir.join(format!("{name}.{:?}", std::thread::current().id()));
+    std::fs::write(&private, bytes).unwrap();
+    std::fs::rename(&private, &path).unwrap();
     path
 }
 
