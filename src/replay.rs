@@ -359,7 +359,7 @@ impl Backend for ReplayBackend {
         kind: SampleKind,
         address: u64,
         render_backends: u32,
-        memory: &mut dyn GuestMemory,
+        memory: &dyn GuestMemory,
     ) -> Result<(), MemoryError> {
         if self.log.is_none() {
             return crate::backend::write_default_sample(kind, address, render_backends, memory);
