@@ -34,7 +34,8 @@ enum Command {
     Replay {
         /// Trace file (default: the bundled radv-frame capture).
         trace: Option<PathBuf>,
-        /// Write the deterministic event log here.
+        /// Write the deterministic event log here: one line per effect, numbered
+        /// with the queue's packet (`gfx #12 draw …`, as `state --at '#12'` takes it).
         #[arg(long)]
         log: Option<PathBuf>,
         /// Print the summary as JSON on stdout.
@@ -46,7 +47,8 @@ enum Command {
         /// Report the final value of a register: NAME or NAME@QUEUE (repeatable).
         #[arg(long = "reg", value_name = "NAME")]
         reg: Vec<String>,
-        /// Write a Chrome/Perfetto trace-event timeline of packets per queue.
+        /// Write a Chrome/Perfetto trace-event timeline: packets per queue, each wait
+        /// a span with an arrow from the packet that released it (clock: packet counter).
         #[arg(long, value_name = "FILE")]
         timeline: Option<PathBuf>,
         /// Write DWORD at ADDR before the first submission (repeatable): a what-if replay.
@@ -62,7 +64,8 @@ enum Command {
         /// Trace file.
         trace: PathBuf,
         /// Stop before the first execution of the packet at ADDR, or before the
-        /// queue's packet #N (0-based, every packet decoded counts).
+        /// queue's packet #N (0-based, every packet decoded counts; quote it in a
+        /// shell: '#N').
         #[arg(long, value_name = "ADDR|#N", value_parser = StopAt::parse)]
         at: StopAt,
         /// The queue to stop: gfx, compP.Q or 0..=56 (default: the queue that
