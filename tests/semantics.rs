@@ -157,7 +157,7 @@ fn uconfig_registers_are_one_set_for_every_processor_of_a_global_state() {
 fn a_compute_queue_waiting_on_a_uconfig_register_wakes_when_graphics_writes_it() {
     const CMD: u64 = 0x10_0000;
     const DATA: u64 = 0x20_0000;
-    let mut mem = SparseMemory::new();
+    let mem = SparseMemory::new();
     mem.map_zeroed(CMD, 0x1_0000).unwrap();
     mem.map_zeroed(DATA, 0x1000).unwrap();
     // Compute: WAIT_REG_MEM on SCRATCH_REG0 == 7 (register space), then a label.
