@@ -47,11 +47,7 @@ pub fn packet_name(header: Header) -> String {
     }
 }
 
-/// The VGT_EVENT_TYPE name of an event number (the enum of
-/// VGT_EVENT_INITIATOR's EVENT_TYPE field in `family`'s database).
-pub fn event_name(family: GpuFamily, event_type: u32) -> Option<&'static str> {
-    db::register_by_name(family, "VGT_EVENT_INITIATOR")?.field("EVENT_TYPE")?.value_name(event_type)
-}
+pub use crate::regs::db::event_name;
 
 /// The register-space base of a plain register-writing opcode.
 pub(crate) fn register_base(op: Opcode) -> Option<u32> {

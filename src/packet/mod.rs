@@ -4,7 +4,9 @@
 //! and the disassembler prints the same values.
 
 pub mod body;
+pub mod field;
 pub mod opcode;
+pub mod reader;
 
 pub use opcode::Opcode;
 
@@ -171,16 +173,20 @@ impl<'a> Packet<'a> {
 }
 
 /// Splits the packet starting at `dwords[0]` off a dword stream: returns its
-/// header, its body and its length, or why it cannot be read.
+/// header, its body and its length, or why it cannot be read (the framing
+/// rule of [`reader::frame_length`]).
 pub fn split_packet(dwords: &[u32]) -> Result<(Header, &[u32], u32), SplitError> {
     let first = *dwords.first().ok_or(SplitError::Empty)?;
     let header = Header(first);
-    let len = header.length_dw().ok_or(SplitError::Type1 { header: first })?;
-    let body = dwords.get(1..len as usize).ok_or(SplitError::Overrun {
-        header: first,
-        length_dw: len,
-        available_dw: dwords.len() as u32,
-    })?;
+    let available_dw = u32::try_from(dwords.len()).unwrap_or(u32::MAX);
+    let len = match reader::frame_length(header, available_dw) {
+        Ok(len) => len,
+        Err(reader::FrameErrorKind::Overrun { length_dw, .. }) => {
+            return Err(SplitError::Overrun { header: first, length_dw, available_dw })
+        }
+        Err(_) => return Err(SplitError::Type1 { header: first }),
+    };
+    let body = dwords.get(1..len as usize).unwrap_or(&[]);
     Ok((header, body, len))
 }
 
