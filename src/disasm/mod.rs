@@ -50,11 +50,10 @@ pub mod source;
 use std::collections::{BTreeMap, HashSet};
 use std::io;
 
-pub(crate) use fields::register_base;
-pub use fields::{decode_fields, event_name, packet_name, Field};
+pub use fields::{decode_fields, event_name, packet_name, register_base, Field};
 
 use crate::memory::{GuestMemory, SparseMemory, ADDRESS_SPACE_END};
-use crate::packet::body::{CondIndirectBuffer, IndirectBuffer};
+use crate::packet::body::IndirectBufferForm;
 use crate::packet::reader::{DwordSource, FrameError, FrameErrorKind, MemorySource, PacketReader};
 use crate::packet::{Header, Opcode, Packet, PacketLocation, PacketType};
 use crate::regs::db::GpuFamily;
@@ -604,30 +603,17 @@ fn follows(p: &Packet<'_>, follow_ibs: bool) -> Follow {
     if op != Opcode::INDIRECT_BUFFER && op != Opcode::INDIRECT_BUFFER_CONST {
         return Follow::None;
     }
-    if p.body.len() >= 13 {
-        let Ok(c) = CondIndirectBuffer::decode(p) else { return Follow::None };
-        let mut calls = vec![c.ib1];
-        if c.mode == 2 {
-            calls.push(c.ib2);
-        }
-        calls.retain(|&(_, size)| size > 0);
-        return Follow::Calls(calls);
-    }
-    match IndirectBuffer::decode(p) {
-        Ok(ib) if ib.size_dw == 0 => Follow::None,
-        Ok(ib) if ib.chain => Follow::Chain(ib.address, ib.size_dw),
-        Ok(ib) => Follow::Calls(vec![(ib.address, ib.size_dw)]),
+    match IndirectBufferForm::decode(op, p.body) {
+        Ok(IndirectBufferForm::Conditional(c)) => Follow::Calls(c.targets().collect()),
+        Ok(IndirectBufferForm::Plain(ib)) if ib.size_dw == 0 => Follow::None,
+        Ok(IndirectBufferForm::Plain(ib)) if ib.chain => Follow::Chain(ib.address, ib.size_dw),
+        Ok(IndirectBufferForm::Plain(ib)) => Follow::Calls(vec![(ib.address, ib.size_dw)]),
         Err(_) => Follow::None,
     }
 }
 
 fn queue_name(queue: u32) -> String {
-    if queue == 0 {
-        "gfx".to_owned()
-    } else {
-        let q = queue - 1;
-        format!("comp{}.{}", q / 8, q % 8)
-    }
+    crate::backend::QueueId(queue).to_string()
 }
 
 fn write_event(out: &mut dyn io::Write, event: WalkEvent<'_>, per_line: usize) -> io::Result<()> {

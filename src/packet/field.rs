@@ -48,6 +48,14 @@ pub enum FieldValue<'a> {
     /// An absolute register index, written as its name from the register
     /// database (`REG_0x1234` when it has none).
     Register(u32),
+    /// A register write (a SET_*_REG value): the field is shown as
+    /// `NAME=0x%08x` with the register's name from the database.
+    RegisterWrite {
+        /// Absolute register index.
+        register: u32,
+        /// The value written.
+        value: u32,
+    },
     /// A VGT event type, written as its name from the register database;
     /// not shown when the database has no name for it.
     Event(u32),
@@ -91,12 +99,11 @@ impl fmt::Display for FieldValue<'_> {
             }
             FieldValue::Quoted(n) => write!(f, "\"{n}\""),
             FieldValue::Raw(v) => write!(f, "{v:#010x}"),
-            FieldValue::Register(r) => {
-                match crate::regs::db::register(crate::regs::db::GpuFamily::Gfx103, r) {
-                    Some(info) => f.write_str(info.name),
-                    None => write!(f, "REG_{r:#06x}"),
-                }
-            }
+            FieldValue::Register(r) => match crate::regs::db::register(crate::regs::db::GpuFamily::Gfx103, r) {
+                Some(info) => f.write_str(info.name),
+                None => write!(f, "REG_{r:#06x}"),
+            },
+            FieldValue::RegisterWrite { value, .. } => write!(f, "{value:#010x}"),
             FieldValue::Event(e) => match crate::regs::db::event_name(crate::regs::db::GpuFamily::Gfx103, e) {
                 Some(name) => f.write_str(name),
                 None => write!(f, "{e}"),
@@ -144,7 +151,12 @@ pub fn write_fields(f: &mut fmt::Formatter<'_>, fields: &[BodyField<'_>]) -> fmt
         if i > 0 {
             f.write_str(" ")?;
         }
-        write!(f, "{}={}", field.name, field.value)?;
+        match field.value {
+            FieldValue::RegisterWrite { register, .. } => {
+                write!(f, "{}={}", FieldValue::Register(register), field.value)?;
+            }
+            _ => write!(f, "{}={}", field.name, field.value)?,
+        }
     }
     Ok(())
 }

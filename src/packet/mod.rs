@@ -4,6 +4,7 @@
 //! and the disassembler prints the same values.
 
 pub mod body;
+pub mod builder;
 pub mod field;
 pub mod opcode;
 pub mod reader;
@@ -108,6 +109,55 @@ impl Header {
                     Some(self.count() + 2)
                 }
             }
+        }
+    }
+}
+
+impl Header {
+    /// The name the packet is counted and printed under.
+    #[inline]
+    pub const fn name(self) -> PacketName {
+        match self.packet_type() {
+            PacketType::Type0 => PacketName::Type0,
+            PacketType::Type1 => PacketName::Type1,
+            PacketType::Type2 => PacketName::Type2,
+            PacketType::Type3 => PacketName::Type3(self.opcode()),
+        }
+    }
+}
+
+/// The name of a packet, the one naming every report uses: the opcode's
+/// name for type 3 (`UNKNOWN_0xNN` when the gfx10.3 map has none), else
+/// `TYPE0`, `TYPE1` or `TYPE2`. Copy and allocation-free, so per-packet
+/// records can keep it.
+///
+/// ```
+/// use pm4core::packet::Header;
+///
+/// assert_eq!(Header(0xC001_7600).name().to_string(), "SET_SH_REG");
+/// assert_eq!(Header(0xC000_0100).name().to_string(), "UNKNOWN_0x01");
+/// assert_eq!(Header(0x4000_0000).name().to_string(), "TYPE1");
+/// assert_eq!(Header(0x8000_0000).name().to_string(), "TYPE2");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PacketName {
+    /// A type-0 register run.
+    Type0,
+    /// A type-1 header.
+    Type1,
+    /// A type-2 filler.
+    Type2,
+    /// A type-3 packet.
+    Type3(Opcode),
+}
+
+impl fmt::Display for PacketName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PacketName::Type0 => f.write_str("TYPE0"),
+            PacketName::Type1 => f.write_str("TYPE1"),
+            PacketName::Type2 => f.write_str("TYPE2"),
+            PacketName::Type3(op) => op.fmt(f),
         }
     }
 }

@@ -30,6 +30,8 @@
 //! let error = reader.read(&mut source).unwrap().unwrap_err();
 //! assert_eq!(error.kind, FrameErrorKind::Type1 { header: 0x4000_0000 });
 //! assert_eq!(error.location.address(), 0x1010);
+//! // The cursor stays on the bad packet; stepping over it ends the buffer.
+//! reader.advance(1);
 //! assert!(reader.read(&mut source).is_none());
 //! ```
 
@@ -63,8 +65,8 @@ impl<'a> SliceSource<'a> {
 impl DwordSource for SliceSource<'_> {
     fn dwords(&mut self, address: u64, need: u32, _remaining: u32) -> Result<&[u32], MemoryError> {
         let unmapped = MemoryError::Unmapped { address, len: u64::from(need) * 4 };
-        let delta = address.checked_sub(self.base).filter(|d| d % 4 == 0).ok_or(unmapped.clone())?;
-        let start = usize::try_from(delta / 4).map_err(|_| unmapped.clone())?;
+        let delta = address.checked_sub(self.base).filter(|d| d % 4 == 0).ok_or(unmapped)?;
+        let start = usize::try_from(delta / 4).map_err(|_| unmapped)?;
         self.words.get(start..start.saturating_add(need as usize)).ok_or(unmapped)
     }
 }
@@ -102,7 +104,7 @@ pub struct Frame {
 }
 
 /// Why the packet at a location cannot be framed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FrameErrorKind {
     /// A type-1 header (not defined for GCN/RDNA streams).
     Type1 {
@@ -123,7 +125,7 @@ pub enum FrameErrorKind {
 }
 
 /// A packet that cannot be framed, and where.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameError {
     /// Where the header sits.
     pub location: PacketLocation,

@@ -22,11 +22,12 @@ pub use handlers::nop::convention_name as nop_convention;
 
 use crate::backend::{Backend, ProgramBinding, QueueId, UnknownPacket};
 use crate::memory::GuestMemory;
-use crate::packet::{reader, Header, Opcode, Packet, PacketLocation, PacketType};
+use crate::packet::reader::{self, FrameError, FrameErrorKind};
+use crate::packet::{Header, Opcode, Packet, PacketLocation, PacketType};
 use crate::regs::RegisterFile;
 use crate::shader::ShaderRegistry;
 use context::{Ctx, Flow, WatchedMemory};
-use window::{PrefetchWindow, WindowSource};
+use window::PrefetchWindow;
 
 /// What to do with a packet whose opcode the gfx10.3 map does not name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -507,9 +508,19 @@ fn run_stream(
             let remaining = size - offset;
             let address = buffer.wrapping_add(u64::from(offset) * 4);
 
-            let frame = reader::read_frame(&mut WindowSource { window: &mut *window, memory: &*env.memory }, location)
-                .map_err(Pm4Error::from_frame)?;
-            let (header, length) = (frame.header, frame.length_dw);
+            // Framing: the header from the prefetch window, then the
+            // reader's rule (type 1 and overruns are frame errors).
+            let start = match window.ensure(&*env.memory, address, 1, remaining) {
+                Ok(start) => start,
+                Err(source) => {
+                    return Err(Pm4Error::from_frame(FrameError { location, kind: FrameErrorKind::Unreadable(source) }))
+                }
+            };
+            let header = Header(window.slice(start, 1).first().copied().unwrap_or(0));
+            let length = match reader::frame_length(header, remaining) {
+                Ok(length) => length,
+                Err(kind) => return Err(Pm4Error::from_frame(FrameError { location, kind })),
+            };
 
             exec.packets += 1;
             if exec.packets > state.config.work_budget {
@@ -556,11 +567,15 @@ fn run_stream(
                 continue;
             }
 
-            let start = window.ensure(&*env.memory, address, length, remaining).map_err(|source| Pm4Error::Memory {
-                location,
-                opcode: header.opcode(),
-                source,
-            })?;
+            let start = if window.holds(start, length) {
+                start
+            } else {
+                window.ensure(&*env.memory, address, length, remaining).map_err(|source| Pm4Error::Memory {
+                    location,
+                    opcode: header.opcode(),
+                    source,
+                })?
+            };
             let window_range = window.range();
             let words = window.slice(start, length);
             let opcode = header.opcode();

@@ -6,7 +6,6 @@
 //! between calls), so self-modifying streams still see fresh dwords.
 
 use crate::memory::{GuestMemory, MemoryError};
-use crate::packet::reader::DwordSource;
 
 /// Dwords read per refill when the buffer has that many left.
 const FILL_DW: usize = 1024;
@@ -65,6 +64,12 @@ impl PrefetchWindow {
         Ok(0)
     }
 
+    /// True when `start..start + need` (as returned by `ensure`) is held.
+    #[inline]
+    pub(crate) fn holds(&self, start: usize, need: u32) -> bool {
+        start.saturating_add(need as usize) <= self.len
+    }
+
     /// The dwords `ensure` made available.
     #[inline]
     pub(crate) fn slice(&self, start: usize, need: u32) -> &[u32] {
@@ -98,20 +103,5 @@ impl PrefetchWindow {
         self.base = address;
         self.len = got;
         Ok(())
-    }
-}
-
-/// The window as the packet reader's source: dwords come from the window,
-/// refilled from guest memory when the cursor leaves it.
-pub(crate) struct WindowSource<'a> {
-    pub(crate) window: &'a mut PrefetchWindow,
-    pub(crate) memory: &'a dyn GuestMemory,
-}
-
-impl DwordSource for WindowSource<'_> {
-    #[inline]
-    fn dwords(&mut self, address: u64, need: u32, remaining: u32) -> Result<&[u32], MemoryError> {
-        let start = self.window.ensure(self.memory, address, need, remaining)?;
-        Ok(self.window.slice(start, need))
     }
 }
