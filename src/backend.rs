@@ -310,7 +310,7 @@ pub trait Backend {
         kind: SampleKind,
         address: u64,
         render_backends: u32,
-        memory: &mut dyn GuestMemory,
+        memory: &dyn GuestMemory,
     ) -> Result<(), MemoryError> {
         write_default_sample(kind, address, render_backends, memory)
     }
@@ -321,7 +321,7 @@ pub fn write_default_sample(
     kind: SampleKind,
     address: u64,
     render_backends: u32,
-    memory: &mut dyn GuestMemory,
+    memory: &dyn GuestMemory,
 ) -> Result<(), MemoryError> {
     const VALID: u64 = 1 << 63;
     match kind {
@@ -485,7 +485,7 @@ impl Backend for RecordingBackend {
         kind: SampleKind,
         address: u64,
         render_backends: u32,
-        memory: &mut dyn GuestMemory,
+        memory: &dyn GuestMemory,
     ) -> Result<(), MemoryError> {
         self.lines.push(format!("{queue} sample {kind:?} at {address:#x}"));
         write_default_sample(kind, address, render_backends, memory)

@@ -293,7 +293,7 @@ impl Backend for ReplayBackend {
         kind: SampleKind,
         address: u64,
         render_backends: u32,
-        memory: &mut dyn GuestMemory,
+        memory: &dyn GuestMemory,
     ) -> Result<(), MemoryError> {
         match &mut self.log {
             Some(log) => log.sample_event(queue, kind, address, render_backends, memory),
