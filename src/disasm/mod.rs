@@ -624,12 +624,12 @@ fn write_event(out: &mut dyn io::Write, event: WalkEvent<'_>, per_line: usize) -
     match event {
         WalkEvent::Submission(s) => writeln!(
             out,
-            "; submission {}: queue {} ({}) {:#x}, {} dwords",
+            "; submission {}: queue {} ({}) {:#x}, {}",
             s.index,
             s.queue,
             queue_name(s.queue),
             s.address,
-            s.size_dw
+            crate::counted(u64::from(s.size_dw), "dword", "dwords")
         ),
         WalkEvent::Diagnostic(d) => {
             writeln!(out, "{}! {:#014x}: {}", indent(d.depth), d.address, d.message)
