@@ -131,10 +131,10 @@ fn uconfig_registers_are_one_set_for_every_processor_of_a_global_state() {
     let mut memory = SparseMemory::new();
     memory.map_zeroed(SCRATCH, 0x1000).unwrap();
     let gfx_cmd = Cmd::new().set_uconfig(r::SCRATCH_REG2, &[0x5A]).set_sh(r::COMPUTE_USER_DATA_0, &[9]);
-    memory.map_dwords(0x1000, &gfx_cmd.dw).unwrap();
+    memory.map_dwords(0x1000, gfx_cmd.dwords()).unwrap();
     // Compute: copy the UCONFIG register to memory (COPY_DATA reg → mem).
     let comp_cmd = Cmd::new().pkt3(Opcode::COPY_DATA, &[5 << 8, r::SCRATCH_REG2, 0, lo(SCRATCH), 0]);
-    memory.map_dwords(0x2000, &comp_cmd.dw).unwrap();
+    memory.map_dwords(0x2000, comp_cmd.dwords()).unwrap();
     let mut backend = RecordingBackend::new();
     let mut shaders = ShaderRegistry::default();
 
@@ -170,7 +170,7 @@ fn a_compute_queue_waiting_on_a_uconfig_register_wakes_when_graphics_writes_it()
         gfx = gfx.pkt3(Opcode::WRITE_DATA, &[5 << 8, lo(DATA + 0x100), 0, i]);
     }
     let gfx = gfx.set_uconfig(r::SCRATCH_REG0, &[7]);
-    let bytes = |c: &Cmd| c.dw.iter().flat_map(|d| d.to_le_bytes()).collect::<Vec<u8>>();
+    let bytes = |c: &Cmd| c.dwords().iter().flat_map(|d| d.to_le_bytes()).collect::<Vec<u8>>();
     mem.write_bytes(CMD, &bytes(&comp)).unwrap();
     mem.write_bytes(CMD + 0x1000, &bytes(&gfx)).unwrap();
     for threaded in [false, true] {
@@ -536,7 +536,7 @@ fn decode_only_packets_show_their_fields_in_the_disassembler() {
         fields(Opcode::GET_LOD_STATS, &[64, 0x1040, 0x2, (3 << 2) | (1 << 19)]),
         "BU_SIZE=64 BASE=0x200001040 INTERVAL=3 RESET_CNT=0 RESET_FORCE=0 REPORT_AND_RESET=1 CACHE_POLICY=0"
     );
-    assert_eq!(fields(Opcode::PERFMON_CONTROL, &[1, 0x20]), "DW0=0x1 DW1=0x20");
+    assert_eq!(fields(Opcode::PERFMON_CONTROL, &[1, 0x20]), "DWORDS=0x1,0x20");
     assert_eq!(
         fields(Opcode::DISPATCH_DRAW, &[5, 4 << 16, 3, 0, 2]).split(" DRAW_INITIATOR").next().unwrap(),
         "INDEX_OFFSET=5 PRIM_TYPE=4 INDEX_COUNT=3 VRB_CONTROL=0x0"
@@ -547,6 +547,6 @@ fn decode_only_packets_show_their_fields_in_the_disassembler() {
     );
     assert_eq!(
         fields(Opcode::SET_SH_REG_OFFSET, &[0x0E | (2 << 30), 0x20, 0]),
-        "REG_OFFSET=0xe INDEX=2(data_indirect_1dw) DATA_OFFSET=0x20 DRIVER_DATA=0x0 REG_NAME=SPI_SHADER_USER_DATA_PS_2"
+        "REG=SPI_SHADER_USER_DATA_PS_2 INDEX=2(data_indirect_1dw) DATA_OFFSET=0x20 DRIVER_DATA=0x0"
     );
 }

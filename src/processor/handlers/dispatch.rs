@@ -51,14 +51,14 @@ fn run(ctx: &mut Ctx<'_>, dims: [u32; 3], initiator: u32, indirect_args: Option<
 }
 
 pub(crate) fn dispatch_direct(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let d = DispatchDirect::decode(p).map_err(|e| ctx.body_err(e))?;
+    let d = ctx.decode::<DispatchDirect>(p)?;
     ctx.state.stats.dispatches += 1;
     run(ctx, d.dims, d.initiator, None);
     Ok(Flow::Continue)
 }
 
 pub(crate) fn dispatch_indirect(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let d = DispatchIndirect::decode(p).map_err(|e| ctx.body_err(e))?;
+    let d = ctx.decode::<DispatchIndirect>(p)?;
     let (address, initiator) = match d {
         DispatchIndirect::Offset { data_offset, initiator } => {
             (ctx.state.bases.dispatch_indirect.wrapping_add(u64::from(data_offset)) & ADDRESS_MASK, initiator)
@@ -75,7 +75,7 @@ pub(crate) fn dispatch_indirect(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flo
 /// DISPATCH_TASK_STATE_INIT (§3.45): keeps the task control buffer address
 /// (`ProcessorState::task_control_buffer`).
 pub(crate) fn dispatch_task_state_init(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let t = DispatchTaskStateInit::decode(p).map_err(|e| ctx.body_err(e))?;
+    let t = ctx.decode::<DispatchTaskStateInit>(p)?;
     ctx.state.task_control_buffer = t.control_buffer;
     Ok(Flow::Continue)
 }
@@ -84,7 +84,7 @@ pub(crate) fn dispatch_task_state_init(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Res
 /// group counts in the packet. (The task ring entry the CP would put at
 /// RING_ENTRY_LOC is not modelled.)
 pub(crate) fn dispatch_taskmesh_direct_ace(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let d = DispatchTaskmeshDirectAce::decode(p).map_err(|e| ctx.body_err(e))?;
+    let d = ctx.decode::<DispatchTaskmeshDirectAce>(p)?;
     ctx.state.stats.dispatches += 1;
     run(ctx, d.dims, d.initiator, None);
     Ok(Flow::Continue)
@@ -95,7 +95,7 @@ pub(crate) fn dispatch_taskmesh_direct_ace(ctx: &mut Ctx<'_>, p: &Packet<'_>) ->
 /// min(COUNT, *COUNT_ADDR); the counts go to XYZ_DIM_LOC and the index to
 /// DISPATCH_INDEX_LOC when enabled. The packet counts once in `dispatches`.
 pub(crate) fn dispatch_taskmesh_indirect_multi_ace(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let d = DispatchTaskmeshIndirectMultiAce::decode(p).map_err(|e| ctx.body_err(e))?;
+    let d = ctx.decode::<DispatchTaskmeshIndirectMultiAce>(p)?;
     let n = if d.count_indirect { d.count.min(ctx.read_u32(d.count_address)?) } else { d.count };
     ctx.state.stats.dispatches += 1;
     for i in 0..n {
