@@ -312,12 +312,16 @@ impl<'a> Disassembler<'a> {
 
     /// Writes `by_opcode` counts, one `NAME count` line each, as comments.
     pub fn write_summary(summary: &WalkSummary, out: &mut dyn io::Write) -> io::Result<()> {
+        let s = |n: u64| if n == 1 { "" } else { "s" };
         writeln!(
             out,
-            "; {} packets in {} submissions, {} diagnostics{}",
+            "; {} packet{} in {} submission{}, {} diagnostic{}{}",
             summary.packets,
+            s(summary.packets),
             summary.submissions,
+            s(summary.submissions as u64),
             summary.diagnostics,
+            s(summary.diagnostics as u64),
             if summary.complete { "" } else { " (walk stopped by the packet budget)" }
         )?;
         for (name, count) in &summary.by_opcode {
@@ -638,12 +642,12 @@ fn write_event(out: &mut dyn io::Write, event: WalkEvent<'_>, per_line: usize) -
     match event {
         WalkEvent::Submission(s) => writeln!(
             out,
-            "; submission {}: queue {} ({}) {:#x}, {} dwords",
+            "; submission {}: queue {} ({}) {:#x}, {}",
             s.index,
             s.queue,
             queue_name(s.queue),
             s.address,
-            s.size_dw
+            crate::counted(u64::from(s.size_dw), "dword", "dwords")
         ),
         WalkEvent::Diagnostic(d) => {
             writeln!(out, "{}! {:#014x}: {}", indent(d.depth), d.address, d.message)

@@ -371,7 +371,7 @@ where
     /// interleaving (see the module documentation).
     pub fn deterministic(memory: M, backend: B, config: GpuConfig) -> Self {
         let shared = Self::build(memory, backend, &config, false);
-        Self { shared, control: None, next_id: AtomicU64::new(1) }
+        Self { shared, control: None, next_id: AtomicU64::new(0) }
     }
 
     /// A GPU with a pool of [`GpuConfig::workers`] threads that run queues
@@ -391,7 +391,7 @@ where
                 .map_err(|e| GpuError::Spawn(e.to_string()))?;
             control.workers.push(worker);
         }
-        Ok(Self { shared, control: Some(control), next_id: AtomicU64::new(1) })
+        Ok(Self { shared, control: Some(control), next_id: AtomicU64::new(0) })
     }
 
     /// True for a GPU made by [`Gpu::threaded`].
@@ -686,6 +686,20 @@ where
         let q = sched.queues.get_mut(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
         let processor = q.processor.get_mut().ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
         Ok(f(processor))
+    }
+
+    /// A look at `queue`'s processor and the guest memory together, between
+    /// two of its slices: what a per-packet observer reads.
+    pub fn with_processor_and_memory<R>(
+        &self,
+        queue: QueueId,
+        f: impl FnOnce(&Processor, &M) -> R,
+    ) -> Result<R, GpuError> {
+        let index = queue_index(queue)?;
+        let mut sched = self.queue_home(index);
+        let q = sched.queues.get_mut(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
+        let processor = q.processor.get_mut().ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
+        Ok(f(processor, &self.shared.parts.memory))
     }
 
     /// `queue`'s register file, for host-side set-up, between two of its

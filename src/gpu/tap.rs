@@ -284,6 +284,10 @@ impl<B: Backend> Backend for SharedBackend<'_, B> {
         self.tap.lock().inner.unknown_packet(report)
     }
 
+    fn skipped_indirect_buffer(&mut self, queue: QueueId, location: &PacketLocation, address: u64, size_dw: u32) {
+        self.tap.lock().inner.skipped_indirect_buffer(queue, location, address, size_dw)
+    }
+
     fn gpu_clock(&mut self) -> Option<u64> {
         self.tap.lock().inner.gpu_clock()
     }
