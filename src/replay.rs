@@ -7,6 +7,15 @@
 //! stalled) and before any later submission starts; `SUBM` queues a
 //! submission. At the end the GPU runs until idle; queues still waiting then
 //! are reported as a stall naming each wait.
+//!
+//! Every cost is bounded by [`ReplayOptions::limits`] ([`Limits`]): the
+//! packets, command dwords and bytes written over the whole replay (all
+//! queues, all submissions, checked between scheduler slices: a replay that
+//! reaches one stops with an error of kind `limit` naming it), the guest
+//! memory pages copied because they were written, the event log's and the
+//! timeline's records (each ends with a "truncated at N events" record),
+//! and the program map. [`replay_to`] streams the log and the timeline to
+//! writers as the replay goes.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -18,8 +27,10 @@ use crate::backend::{
     QueueId, RecordingBackend, SampleKind, UnknownPacket,
 };
 use crate::gpu::{Gpu, GpuConfig, GpuError, RunStatus, Submission};
+use crate::limits::{Limit, LimitExceeded, Limits, RecordOut, Records};
 use crate::memory::{GuestMemory, MemoryError, SparseMemory};
 use crate::packet::{Header, Opcode, PacketLocation, PacketType};
+use crate::processor::Pm4Error;
 use crate::regs::db::{self, GpuFamily};
 use crate::shader::AgcShader;
 use crate::trace::{Trace, TraceEvent};
@@ -105,8 +116,34 @@ pub struct ReplayOptions {
     pub log: bool,
     /// Build a Chrome/Perfetto trace-event timeline.
     pub timeline: bool,
-    /// GPU settings (deterministic mode is always used).
+    /// GPU settings (deterministic mode is always used; each submission's
+    /// [`ProcessorConfig::work_budget`](crate::processor::ProcessorConfig::work_budget)
+    /// is [`Limits::max_packets`]).
     pub gpu: GpuConfig,
+    /// What the replay may cost (work, written memory, log and timeline
+    /// records, program map).
+    pub limits: Limits,
+}
+
+/// Writers the event log and the timeline stream to as the replay goes
+/// ([`replay_to`]); each is bounded by [`Limits::max_events`].
+///
+/// ```
+/// use pm4core::replay::{replay_to, ReplayOptions, ReplayOutputs};
+/// use pm4core::trace::TraceWriter;
+///
+/// let trace = TraceWriter::new().finish_trace()?;
+/// let outputs = ReplayOutputs { log: Some(Box::new(std::io::sink())), timeline: None };
+/// let outcome = replay_to(&trace, &ReplayOptions::default(), outputs, &mut |_| {});
+/// assert!(outcome.succeeded() && outcome.log.is_empty()); // streamed, not kept
+/// # Ok::<(), pm4core::trace::TraceError>(())
+/// ```
+#[derive(Default)]
+pub struct ReplayOutputs {
+    /// The event log, one line per effect.
+    pub log: Option<Box<dyn std::io::Write + Send>>,
+    /// The Chrome/Perfetto trace-event JSON.
+    pub timeline: Option<Box<dyn std::io::Write + Send>>,
 }
 
 /// Packet counts.
@@ -200,6 +237,13 @@ pub struct ReplayOutcome {
     /// Bytes of guest memory pages the replay had to copy because packets or
     /// host writes wrote them (everything else is the trace file's bytes).
     pub written_page_bytes: usize,
+    /// Program bindings not kept in [`programs`](Self::programs) because it
+    /// held [`Limits::max_programs`] addresses already.
+    pub programs_not_kept: u64,
+    /// The event log stopped at [`Limits::max_events`] records.
+    pub log_truncated: bool,
+    /// The timeline stopped at [`Limits::max_events`] records.
+    pub timeline_truncated: bool,
 }
 
 impl ReplayOutcome {
@@ -209,22 +253,104 @@ impl ReplayOutcome {
     }
 }
 
-/// One packet on the timeline: (global packet clock, queue, opcode or type name).
-type TimelinePacket = (u64, u32, &'static str);
+/// The event log: lines formatted by a [`RecordingBackend`], moved into a
+/// bounded collector after each effect.
+struct EventLog {
+    recorder: RecordingBackend,
+    records: Records,
+}
 
-/// The replay's backend: the recording log plus the timeline's packet clock.
-#[derive(Default)]
+impl EventLog {
+    /// Lets the recorder format one effect, then collects its lines.
+    fn with(&mut self, f: impl FnOnce(&mut RecordingBackend)) {
+        if !self.records.accepts() {
+            return;
+        }
+        f(&mut self.recorder);
+        for line in self.recorder.lines.drain(..) {
+            let mut text = line;
+            text.push('\n');
+            if !self.records.record(&text, |n| format!("truncated at {n} events\n")) {
+                break;
+            }
+        }
+        self.recorder.lines.clear();
+        self.recorder.unknown.clear();
+    }
+}
+
+/// The timeline: Chrome/Perfetto trace-event JSON, one process, one thread
+/// per queue, one 1-µs complete event per packet at the global packet clock,
+/// written as the packets run; thread names and the closing bracket are
+/// written by [`Timeline::finish`].
+struct Timeline {
+    records: Records,
+    /// Queues that have an event (bit per queue).
+    queues: u64,
+}
+
+impl Timeline {
+    fn new(out: RecordOut, max: u64) -> Self {
+        let mut records = Records::new(out, max);
+        records.raw("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+        Timeline { records, queues: 0 }
+    }
+
+    fn packet(&mut self, clock: u64, queue: u32, name: &str) {
+        if !self.records.accepts() {
+            return;
+        }
+        let sep = if self.records.count() == 0 { "" } else { ",\n" };
+        let event =
+            format!("{sep}{{\"ph\":\"X\",\"pid\":1,\"tid\":{queue},\"ts\":{clock},\"dur\":1,\"name\":\"{name}\"}}");
+        if self.records.record(&event, |n| {
+            format!(",\n{{\"ph\":\"i\",\"s\":\"g\",\"pid\":1,\"tid\":0,\"ts\":{clock},\"name\":\"truncated at {n} events\"}}")
+        }) {
+            self.queues |= 1u64.checked_shl(queue).unwrap_or(0);
+        }
+    }
+
+    fn finish(mut self) -> (RecordOut, Option<std::io::Error>, bool) {
+        let mut first = self.records.count() == 0 && !self.records.truncated();
+        for q in 0..QueueId::COUNT {
+            if self.queues & (1u64 << q) != 0 {
+                let sep = if first { "" } else { ",\n" };
+                first = false;
+                self.records.raw(&format!(
+                    "{sep}{{\"ph\":\"M\",\"pid\":1,\"tid\":{q},\"name\":\"thread_name\",\"args\":{{\"name\":\"{}\"}}}}",
+                    QueueId(q)
+                ));
+            }
+        }
+        self.records.raw("\n]}\n");
+        let truncated = self.records.truncated();
+        let (out, error) = self.records.finish();
+        (out, error, truncated)
+    }
+}
+
+/// The replay's backend: the event log, the timeline's packet clock, the
+/// program map and the count of backend draws and dispatches (the work of
+/// multi-draw packets).
 struct ReplayBackend {
     /// The event log, when asked for.
-    log: Option<RecordingBackend>,
+    log: Option<EventLog>,
     clock: u64,
-    timeline: Option<Vec<TimelinePacket>>,
+    timeline: Option<Timeline>,
     programs: BTreeMap<u64, BoundProgram>,
+    max_programs: usize,
+    programs_not_kept: u64,
+    /// Draw and dispatch callbacks (one per sub-draw).
+    draw_calls: u64,
 }
 
 impl ReplayBackend {
     fn bind(&mut self, stage: ProgramStage, binding: &ProgramBinding) {
         if binding.address != 0 && !self.programs.contains_key(&binding.address) {
+            if self.programs.len() >= self.max_programs {
+                self.programs_not_kept += 1;
+                return;
+            }
             self.programs.insert(
                 binding.address,
                 BoundProgram { address: binding.address, stage, container: binding.container.clone() },
@@ -245,61 +371,63 @@ impl Backend for ReplayBackend {
     fn packet(&mut self, queue: QueueId, header: Header, _: &PacketLocation) {
         self.clock += 1;
         if let Some(t) = &mut self.timeline {
-            t.push((self.clock, queue.0, packet_name(header)));
+            t.packet(self.clock, queue.0, packet_name(header));
         }
     }
     fn draw(&mut self, d: &Draw<'_>) {
+        self.draw_calls += 1;
         for (stage, binding) in ProgramStage::GRAPHICS.iter().zip(d.programs.iter()) {
             self.bind(*stage, binding);
         }
         if let Some(log) = &mut self.log {
-            log.draw(d)
+            log.with(|rec| rec.draw(d))
         }
     }
     fn dispatch(&mut self, d: &Dispatch<'_>) {
+        self.draw_calls += 1;
         self.bind(ProgramStage::Cs, d.program);
         if let Some(log) = &mut self.log {
-            log.dispatch(d)
+            log.with(|rec| rec.dispatch(d))
         }
     }
     fn event(&mut self, e: &Event) {
         if let Some(log) = &mut self.log {
-            log.event(e)
+            log.with(|rec| rec.event(e))
         }
     }
     fn cache_action(&mut self, q: QueueId, a: &CacheAction) {
         if let Some(log) = &mut self.log {
-            log.cache_action(q, a)
+            log.with(|rec| rec.cache_action(q, a))
         }
     }
     fn fence(&mut self, f: &Fence) {
         if let Some(log) = &mut self.log {
-            log.fence(f)
+            log.with(|rec| rec.fence(f))
         }
     }
     fn flip(&mut self, f: &Flip) {
         if let Some(log) = &mut self.log {
-            log.flip(f)
+            log.with(|rec| rec.flip(f))
         }
     }
     fn marker(&mut self, q: QueueId, m: &Marker<'_>) {
         if let Some(log) = &mut self.log {
-            log.marker(q, m)
+            log.with(|rec| rec.marker(q, m))
         }
     }
     fn host_command(&mut self, q: QueueId, code: u32, payload: &[u32]) {
         if let Some(log) = &mut self.log {
-            log.host_command(q, code, payload)
+            log.with(|rec| rec.host_command(q, code, payload))
         }
     }
     fn not_emulated(&mut self, p: &NotEmulated) {
         if let Some(log) = &mut self.log {
-            log.not_emulated(p)
+            log.with(|rec| rec.not_emulated(p))
         }
     }
     fn unknown_packet(&mut self, r: &UnknownPacket) {
         if let Some(log) = &mut self.log {
-            log.unknown_packet(r)
+            log.with(|rec| rec.unknown_packet(r))
         }
     }
     fn sample_event(
@@ -311,8 +439,12 @@ impl Backend for ReplayBackend {
         memory: &mut dyn GuestMemory,
     ) -> Result<(), MemoryError> {
         match &mut self.log {
-            Some(log) => log.sample_event(queue, kind, address, render_backends, memory),
-            None => crate::backend::write_default_sample(kind, address, render_backends, memory),
+            Some(log) if log.records.accepts() => {
+                let mut result = Ok(());
+                log.with(|rec| result = rec.sample_event(queue, kind, address, render_backends, memory));
+                result
+            }
+            _ => crate::backend::write_default_sample(kind, address, render_backends, memory),
         }
     }
 }
@@ -322,6 +454,21 @@ fn error(kind: &str, message: impl Into<String>) -> ReplayErrorEntry {
 }
 
 fn gpu_error_entry(e: &GpuError) -> ReplayErrorEntry {
+    let written_limit = match e {
+        GpuError::Processor { source: Pm4Error::Memory { source, .. }, .. } | GpuError::HostWrite { source, .. } => {
+            matches!(source, MemoryError::WrittenLimit { .. })
+        }
+        _ => false,
+    };
+    if written_limit {
+        let limit = Limit::WrittenMemory;
+        return error("limit", format!("{e} ({}; raise it with {})", limit.field(), limit.option()));
+    }
+    if let GpuError::Processor { source: source @ Pm4Error::WorkBudgetExhausted { .. }, .. } = e {
+        // A submission's budget is the replay's packet limit.
+        let limit = Limit::Packets;
+        return error(source.kind(), format!("{e} ({}; raise it with {})", limit.field(), limit.option()));
+    }
     let kind = match e {
         GpuError::Processor { source, .. } => source.kind(),
         GpuError::Deadlock(_) => "deadlock",
@@ -329,6 +476,42 @@ fn gpu_error_entry(e: &GpuError) -> ReplayErrorEntry {
         _ => "gpu",
     };
     error(kind, e.to_string())
+}
+
+/// Scheduler steps between two checks of the work limits: a replay stops
+/// at most this many slices past a limit (each slice at most
+/// [`GpuConfig::slice_packets`] packets), and the check costs a few locks
+/// per 16 slices.
+const CHECK_SLICES: u64 = 16;
+
+type ReplayGpu = Gpu<SparseMemory, ReplayBackend>;
+
+/// Why a bounded run stopped early.
+enum Stop {
+    Gpu(GpuError),
+    Limit(LimitExceeded),
+}
+
+/// Runs the GPU until it is idle or stalled, checking the replay's work
+/// limits between slices.
+fn run_bounded(gpu: &ReplayGpu, limits: &Limits) -> Result<RunStatus, Stop> {
+    loop {
+        let status = gpu.run_slices(CHECK_SLICES).map_err(Stop::Gpu)?;
+        let stats = gpu.stats();
+        let draw_calls = gpu.with_backend(|b| b.draw_calls);
+        let written = gpu.with_memory_ref(|m| m.bytes_written());
+        let checks = [
+            (Limit::Packets, stats.packets.saturating_add(draw_calls), limits.max_packets),
+            (Limit::Dwords, stats.dwords, limits.max_dwords),
+            (Limit::WriteBytes, written, limits.max_write_bytes),
+        ];
+        if let Some(&(limit, _, value)) = checks.iter().find(|(_, used, max)| used > max) {
+            return Err(Stop::Limit(LimitExceeded { limit, value }));
+        }
+        if status != RunStatus::Running {
+            return Ok(status);
+        }
+    }
 }
 
 /// Replays `trace` and summarises it. Problems met while replaying are in
@@ -340,24 +523,73 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> ReplayOutcome {
 /// [`replay`], calling `progress(chunks_done)` as it goes through the trace's
 /// events.
 pub fn replay_with_progress(trace: &Trace, options: &ReplayOptions, progress: &mut dyn FnMut(usize)) -> ReplayOutcome {
+    replay_to(trace, options, ReplayOutputs::default(), progress)
+}
+
+/// [`replay_with_progress`], streaming the event log and the timeline to
+/// `outputs` as the replay goes (each given writer replaces the in-memory
+/// [`ReplayOutcome::log`] / [`ReplayOutcome::timeline`] and is asked for
+/// whatever [`ReplayOptions::log`] / [`ReplayOptions::timeline`] say). A
+/// write error ends that output and is reported in the summary's errors
+/// (kind `output`).
+pub fn replay_to(
+    trace: &Trace,
+    options: &ReplayOptions,
+    outputs: ReplayOutputs,
+    progress: &mut dyn FnMut(usize),
+) -> ReplayOutcome {
+    let limits = options.limits;
     let mut config = options.gpu.clone();
     config.processor.report_packets = true;
-    let backend = ReplayBackend {
-        log: options.log.then(RecordingBackend::new),
-        timeline: options.timeline.then(Vec::new),
-        ..Default::default()
+    // A submission may run what the whole replay may, no more.
+    config.processor.work_budget = limits.max_packets.max(1);
+    let stream = |w: Box<dyn std::io::Write + Send>| RecordOut::Stream(std::io::BufWriter::new(w));
+    let log = match outputs.log {
+        Some(w) => Some(stream(w)),
+        None => options.log.then(|| RecordOut::Lines(Vec::new())),
     };
-    let gpu = Gpu::deterministic(SparseMemory::new(), backend, config);
+    let timeline = match outputs.timeline {
+        Some(w) => Some(stream(w)),
+        None => options.timeline.then(|| RecordOut::Text(String::new())),
+    };
+    let backend = ReplayBackend {
+        log: log
+            .map(|out| EventLog { recorder: RecordingBackend::new(), records: Records::new(out, limits.max_events) }),
+        clock: 0,
+        timeline: timeline.map(|out| Timeline::new(out, limits.max_events)),
+        programs: BTreeMap::new(),
+        max_programs: limits.max_programs,
+        programs_not_kept: 0,
+        draw_calls: 0,
+    };
+    let mut memory = SparseMemory::new();
+    memory.set_written_limit(limits.max_written_memory);
+    let gpu = Gpu::deterministic(memory, backend, config);
     let mut errors = Vec::new();
     let mut submissions: Vec<Submission> = Vec::new();
+    let mut host_writes = Vec::new();
     let mut per_queue = [0u64; QueueId::COUNT as usize];
+    let mut stopped = false;
 
-    // Runs the GPU as far as it can before a host-side effect.
-    let settle = |gpu: &Gpu<SparseMemory, ReplayBackend>, errors: &mut Vec<ReplayErrorEntry>| {
-        if let Err(e) = gpu.run_until_stalled() {
-            errors.push(gpu_error_entry(&e));
-        }
-    };
+    // Runs the GPU as far as it can (before a host-side effect, or at the
+    // end); a limit stops the replay.
+    let settle =
+        |gpu: &ReplayGpu, errors: &mut Vec<ReplayErrorEntry>, stopped: &mut bool| match run_bounded(gpu, &limits) {
+            Ok(RunStatus::Stalled(report)) => Some(report),
+            Ok(_) => None,
+            Err(Stop::Gpu(e)) => {
+                errors.push(gpu_error_entry(&e));
+                None
+            }
+            Err(Stop::Limit(e)) => {
+                errors.push(error("limit", e.to_string()));
+                for q in 0..QueueId::COUNT {
+                    let _ = gpu.abort(QueueId(q));
+                }
+                *stopped = true;
+                None
+            }
+        };
 
     for (done, event) in trace.events().iter().enumerate() {
         progress(done);
@@ -369,15 +601,21 @@ pub fn replay_with_progress(trace: &Trace, options: &ReplayOptions, progress: &m
                 }
             }
             TraceEvent::HostWrite { address, data, .. } => {
-                settle(&gpu, &mut errors);
+                settle(&gpu, &mut errors, &mut stopped);
+                if stopped {
+                    break;
+                }
                 let bytes = trace.bytes_of(data);
                 match gpu.write_memory(*address, bytes) {
-                    Ok(_) => {}
+                    Ok(handle) => host_writes.push(handle),
                     Err(e) => errors.push(gpu_error_entry(&e)),
                 }
             }
             TraceEvent::Shader { header_address, code_address, relocated, chunk } => {
-                settle(&gpu, &mut errors);
+                settle(&gpu, &mut errors, &mut stopped);
+                if stopped {
+                    break;
+                }
                 let r = gpu.with_shared(|m, _, s| s.create(m, *header_address, *code_address, *relocated).map(|_| ()));
                 if let Err(e) = r {
                     errors.push(error("shader", format!("chunk {chunk}: shader at {header_address:#x}: {e}")));
@@ -396,16 +634,21 @@ pub fn replay_with_progress(trace: &Trace, options: &ReplayOptions, progress: &m
         }
     }
     progress(trace.events().len());
-    match gpu.run_until_stalled() {
-        Ok(RunStatus::Stalled(report)) => errors.push(error("deadlock", report.to_string())),
-        Ok(_) => {}
-        Err(e) => errors.push(gpu_error_entry(&e)),
+    if !stopped {
+        if let Some(report) = settle(&gpu, &mut errors, &mut stopped) {
+            errors.push(error("deadlock", report.to_string()));
+        }
     }
     for s in &submissions {
         if let Some(Err(e)) = s.poll() {
-            if !matches!(e, GpuError::Deadlock(_) | GpuError::Pending) {
+            if !matches!(e, GpuError::Deadlock(_) | GpuError::Pending | GpuError::Aborted { .. }) {
                 errors.push(gpu_error_entry(&e));
             }
+        }
+    }
+    for w in &host_writes {
+        if let Some(Err(e)) = w.poll() {
+            errors.push(gpu_error_entry(&e));
         }
     }
 
@@ -476,40 +719,44 @@ pub fn replay_with_progress(trace: &Trace, options: &ReplayOptions, progress: &m
             Err(e) => errors.push(gpu_error_entry(&e)),
         }
     }
+
+    let (log, timeline, programs, programs_not_kept) =
+        gpu.with_backend(|b| (b.log.take(), b.timeline.take(), std::mem::take(&mut b.programs), b.programs_not_kept));
+    let mut outcome = ReplayOutcome {
+        programs: programs.into_values().collect(),
+        programs_not_kept,
+        written_page_bytes: gpu.with_memory_ref(|m| m.allocated_page_bytes()),
+        ..Default::default()
+    };
+    if let Some(log) = log {
+        outcome.log_truncated = log.records.truncated();
+        let (out, e) = log.records.finish();
+        if let Some(e) = e {
+            errors.push(error("output", format!("writing the event log: {e}")));
+        }
+        if let RecordOut::Lines(lines) = out {
+            outcome.log = lines
+                .into_iter()
+                .map(|mut l| {
+                    l.truncate(l.trim_end_matches('\n').len());
+                    l
+                })
+                .collect();
+        }
+    }
+    if let Some(timeline) = timeline {
+        let (out, e, truncated) = timeline.finish();
+        outcome.timeline_truncated = truncated;
+        if let Some(e) = e {
+            errors.push(error("output", format!("writing the timeline: {e}")));
+        }
+        if let RecordOut::Text(text) = out {
+            outcome.timeline = Some(text);
+        }
+    }
     summary.errors = errors;
-
-    let (log, timeline, programs) = gpu.with_backend(|b| {
-        (b.log.take().map(|l| l.lines).unwrap_or_default(), b.timeline.take(), std::mem::take(&mut b.programs))
-    });
-    let timeline = timeline.map(|packets| timeline_json(&packets));
-    let written_page_bytes = gpu.with_memory_ref(|m| m.allocated_page_bytes());
-    ReplayOutcome { summary, programs: programs.into_values().collect(), log, timeline, written_page_bytes }
-}
-
-/// Chrome/Perfetto trace-event JSON: one process, one thread per queue,
-/// one 1-µs complete event per packet at the global packet clock.
-fn timeline_json(packets: &[TimelinePacket]) -> String {
-    let mut out = String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-    let mut queues: Vec<u32> = packets.iter().map(|p| p.1).collect();
-    queues.sort_unstable();
-    queues.dedup();
-    let mut first = true;
-    for q in &queues {
-        let sep = if first { "" } else { ",\n" };
-        first = false;
-        let _ = write!(
-            out,
-            "{sep}{{\"ph\":\"M\",\"pid\":1,\"tid\":{q},\"name\":\"thread_name\",\"args\":{{\"name\":\"{}\"}}}}",
-            QueueId(*q)
-        );
-    }
-    for (ts, q, name) in packets {
-        let sep = if first { "" } else { ",\n" };
-        first = false;
-        let _ = write!(out, "{sep}{{\"ph\":\"X\",\"pid\":1,\"tid\":{q},\"ts\":{ts},\"dur\":1,\"name\":\"{name}\"}}");
-    }
-    out.push_str("\n]}\n");
-    out
+    outcome.summary = summary;
+    outcome
 }
 
 /// `len` bytes of guest memory at `address`.

@@ -573,7 +573,12 @@ impl<M: GuestMemory, B: Backend> Core<M, B> {
             let _entered = running.span.enter();
             let mut tracked = Tracked { inner: memory, log: &mut sched.log };
             let mut env = Env { memory: &mut tracked, backend, shaders };
-            q.processor.get_mut().process_slice(&mut env, sched.slice_packets)
+            let processor = q.processor.get_mut();
+            let before = (processor.stats().packets, processor.stats().dwords);
+            let status = processor.process_slice(&mut env, sched.slice_packets);
+            sched.stats.packets += processor.stats().packets.wrapping_sub(before.0);
+            sched.stats.dwords += processor.stats().dwords.wrapping_sub(before.1);
+            status
         };
         let id = running.sub.id;
         match status {
