@@ -464,10 +464,10 @@ fn gpu_error_entry(e: &GpuError) -> ReplayErrorEntry {
         let limit = Limit::WrittenMemory;
         return error("limit", format!("{e} ({}; raise it with {})", limit.field(), limit.option()));
     }
-    if let GpuError::Processor { source: source @ Pm4Error::WorkBudgetExhausted { .. }, .. } = e {
+    if let GpuError::Processor { source: Pm4Error::WorkBudgetExhausted { .. }, .. } = e {
         // A submission's budget is the replay's packet limit.
         let limit = Limit::Packets;
-        return error(source.kind(), format!("{e} ({}; raise it with {})", limit.field(), limit.option()));
+        return error("limit", format!("{e} ({}; raise it with {})", limit.field(), limit.option()));
     }
     let kind = match e {
         GpuError::Processor { source, .. } => source.kind(),

@@ -147,9 +147,13 @@ fn a_multi_draw_of_2_32_draws_is_bounded_by_the_packet_budget_and_its_log() {
     let limits = Limits { max_packets: 5_000, max_events: 100, ..Limits::default() };
     let outcome = replay(&trace, &ReplayOptions { log: true, ..options(limits) });
     // One submission never runs more than the whole replay may.
-    let errors: Vec<_> = outcome.summary.errors.iter().map(|e| e.kind.as_str()).collect();
-    assert_eq!(errors, vec!["work_budget_exhausted"]);
-    assert!(outcome.summary.errors[0].message.contains("--max-packets"), "{:?}", outcome.summary.errors);
+    assert_eq!(
+        limit_errors(&outcome),
+        vec![
+            "submission #1 on gfx: submission exceeded its work budget of 5000 packets at 0x100010 (buffer 0x100000 \
+             + dword 4) (indirect-buffer cycle?) (Limits::max_packets; raise it with --max-packets)"
+        ]
+    );
     assert_eq!(outcome.log.len(), 101);
     assert_eq!(outcome.log[100], "truncated at 100 events");
     assert!(outcome.log[0].starts_with("gfx draw DRAW_INDIRECT_MULTI count=3"), "{}", outcome.log[0]);
@@ -335,4 +339,133 @@ fn inspect_finds_bindings_within_the_limits() {
         report.bindings_incomplete.as_deref(),
         Some(LimitExceeded { limit: Limit::Packets, value: 5_000 }.to_string().as_str())
     );
+}
+
+// ------------------------------------------------------------ the `pm4` command
+
+fn pm4(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_pm4")).args(args).output().unwrap()
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("pm4-limits-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn the_command_refuses_what_is_not_a_regular_file_or_is_too_large() {
+    for command in [&["replay"][..], &["inspect"], &["disasm"], &["disasm", "--raw"], &["import", "raw"]] {
+        let mut args = command.to_vec();
+        args.push("/dev/zero");
+        if command[0] == "import" {
+            args.extend(["-o", "/dev/null"]);
+        }
+        let o = pm4(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert_eq!(
+            stderr(&o),
+            "pm4: /dev/zero: not a regular file (a device, pipe or socket); only regular files are read\n",
+            "{args:?}"
+        );
+    }
+    let dir = temp_dir("files");
+    let o = pm4(&["replay", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not a regular file (a directory)"), "{}", stderr(&o));
+
+    let trace = chain_on_every_queue(1);
+    let path = dir.join("chain.pm4t");
+    std::fs::write(&path, trace.bytes()).unwrap();
+    let size = trace.bytes().len();
+    let o = pm4(&["replay", path.to_str().unwrap(), "--max-file-size", "1000"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "pm4: {}: {size} bytes is more than the input file limit of 1000 bytes (Limits::max_file_bytes; raise it \
+             with --max-file-size)\n",
+            path.display()
+        )
+    );
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn a_hostile_replay_exits_1_naming_the_limit_with_bounded_files() {
+    let dir = temp_dir("replay");
+    let path = dir.join("chain.pm4t");
+    std::fs::write(&path, chain_on_every_queue(1).bytes()).unwrap();
+    let (timeline, log) = (dir.join("timeline.json"), dir.join("events.log"));
+    let o = pm4(&[
+        "replay",
+        path.to_str().unwrap(),
+        "--max-packets",
+        "20000",
+        "--max-events",
+        "1000",
+        "--timeline",
+        timeline.to_str().unwrap(),
+        "--log",
+        log.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let message = LimitExceeded { limit: Limit::Packets, value: 20_000 }.to_string();
+    assert_eq!(stderr(&o), format!("pm4: replay error (limit): {message}\n"));
+    let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(summary["errors"][0]["kind"], "limit");
+    let text = std::fs::read_to_string(&timeline).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let events = json["traceEvents"].as_array().unwrap();
+    assert_eq!(events.iter().filter(|e| e["ph"] == "X").count(), 1000);
+    assert!(text.contains("\"truncated at 1000 events\""));
+    // NOPs and chains make no event-log line.
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "");
+}
+
+#[test]
+fn a_fanned_out_disassembly_and_an_endless_inspect_exit_1_naming_the_limit() {
+    let mut source = String::from(".info gpu=gfx10.3\n");
+    for level in 0..6u64 {
+        source.push_str(&format!("l{level}: .mem {:#x}\n", 0x100000 + level * 0x1000));
+        for _ in 0..8 {
+            source.push_str(&format!("    ib l{}, dwords(l{})\n", level + 1, level + 1));
+        }
+        source.push_str(".end\n");
+    }
+    source.push_str("l6: .mem 0x106000\n    NOP 0\n.end\n.submit gfx l0\n");
+    let dir = temp_dir("disasm");
+    let path = dir.join("fan.pm4t");
+    std::fs::write(&path, assemble(&source).bytes()).unwrap();
+    let o = pm4(&["disasm", path.to_str().unwrap(), "--max-packets", "5000"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        "pm4: limit reached: more than 5000 packets visited by the static walk (DisasmOptions::max_packets; raise \
+         it with --max-packets)\n"
+    );
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        text.ends_with(
+            "; 5000 packets in 1 submissions, 1 diagnostics (walk stopped by the packet budget)\n\
+             ;   INDIRECT_BUFFER                  2668\n;   NOP                              2332\n"
+        ),
+        "{}",
+        &text[text.len() - 400..]
+    );
+    assert!(text.len() < 5000 * 256, "{} bytes", text.len());
+
+    let path = dir.join("chain.pm4t");
+    std::fs::write(&path, chain_on_every_queue(1).bytes()).unwrap();
+    let o = pm4(&["inspect", path.to_str().unwrap(), "--max-packets", "5000"]);
+    assert_eq!(o.status.code(), Some(1));
+    let message = LimitExceeded { limit: Limit::Packets, value: 5_000 }.to_string();
+    assert_eq!(stderr(&o), format!("pm4: {message}\n"));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(text.contains(&format!("bound shaders incomplete: {message}\n")), "{text}");
 }
