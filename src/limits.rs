@@ -336,6 +336,49 @@ impl Records {
     /// Takes one record, or, at the limit, writes `truncated(max)` once
     /// instead and refuses every later record. Returns whether it was taken.
     pub(crate) fn record(&mut self, text: &str, truncated: impl FnOnce(u64) -> String) -> bool {
+        if !self.take(truncated) {
+            return false;
+        }
+        self.raw(text);
+        true
+    }
+
+    /// [`record`](Self::record) for a line without its newline: kept as it
+    /// is in memory, written with a newline to a stream.
+    pub(crate) fn record_line(&mut self, line: String, truncated: impl FnOnce(u64) -> String) -> bool {
+        let in_lines = matches!(self.out, RecordOut::Lines(_));
+        if !self.take(|n| {
+            let mut last = truncated(n);
+            if !in_lines {
+                last.push('\n');
+            }
+            last
+        }) {
+            return false;
+        }
+        let result = match &mut self.out {
+            RecordOut::Lines(lines) => {
+                lines.push(line);
+                Ok(())
+            }
+            RecordOut::Text(s) => {
+                s.push_str(&line);
+                s.push('\n');
+                Ok(())
+            }
+            RecordOut::Stream(w) => {
+                std::io::Write::write_all(w, line.as_bytes()).and_then(|()| std::io::Write::write_all(w, b"\n"))
+            }
+        };
+        if let Err(e) = result {
+            self.error = Some(e);
+        }
+        true
+    }
+
+    /// Counts one more record if the limit allows; at the limit writes the
+    /// final record (once) and refuses.
+    fn take(&mut self, truncated: impl FnOnce(u64) -> String) -> bool {
         if !self.accepts() {
             return false;
         }
@@ -346,7 +389,6 @@ impl Records {
             return false;
         }
         self.count += 1;
-        self.raw(text);
         true
     }
 

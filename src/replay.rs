@@ -268,9 +268,7 @@ impl EventLog {
         }
         f(&mut self.recorder);
         for line in self.recorder.lines.drain(..) {
-            let mut text = line;
-            text.push('\n');
-            if !self.records.record(&text, |n| format!("truncated at {n} events\n")) {
+            if !self.records.record_line(line, |n| format!("truncated at {n} events")) {
                 break;
             }
         }
@@ -304,7 +302,7 @@ impl Timeline {
         let event =
             format!("{sep}{{\"ph\":\"X\",\"pid\":1,\"tid\":{queue},\"ts\":{clock},\"dur\":1,\"name\":\"{name}\"}}");
         if self.records.record(&event, |n| {
-            format!(",\n{{\"ph\":\"i\",\"s\":\"g\",\"pid\":1,\"tid\":0,\"ts\":{clock},\"name\":\"truncated at {n} events\"}}")
+            format!("{sep}{{\"ph\":\"i\",\"s\":\"g\",\"pid\":1,\"tid\":0,\"ts\":{clock},\"name\":\"truncated at {n} events\"}}")
         }) {
             self.queues |= 1u64.checked_shl(queue).unwrap_or(0);
         }
@@ -735,13 +733,7 @@ pub fn replay_to(
             errors.push(error("output", format!("writing the event log: {e}")));
         }
         if let RecordOut::Lines(lines) = out {
-            outcome.log = lines
-                .into_iter()
-                .map(|mut l| {
-                    l.truncate(l.trim_end_matches('\n').len());
-                    l
-                })
-                .collect();
+            outcome.log = lines;
         }
     }
     if let Some(timeline) = timeline {

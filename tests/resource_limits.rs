@@ -292,6 +292,28 @@ fn the_program_map_keeps_max_programs_addresses_and_counts_the_rest() {
     assert_eq!(outcome.programs_not_kept, draws - 100);
 }
 
+#[test]
+fn a_waiting_constant_engine_queues_at_most_256_buffers() {
+    // The constant engine waits for a drawing-engine counter that never
+    // moves, while the drawing engine loops handing it buffers.
+    let trace = assemble(
+        ".info gpu=gfx10.3\nce: .mem 0x101000\n    INCREMENT_CE_COUNTER 1\n    WAIT_ON_DE_COUNTER_DIFF 1\n.end\n\
+         loop: .mem 0x100000\n    INDIRECT_BUFFER_CONST addr=ce size=dwords(ce)\n    chain loop, dwords(loop)\n.end\n\
+         .submit gfx loop\n",
+    );
+    let outcome = replay(&trace, &options(Limits { max_packets: 100_000, ..Limits::default() }));
+    let errors: Vec<_> = outcome.summary.errors.iter().map(|e| (e.kind.as_str(), e.message.as_str())).collect();
+    assert_eq!(
+        errors,
+        vec![(
+            "constant_engine_backlog",
+            "submission #1 on gfx: INDIRECT_BUFFER_CONST at 0x100000 (buffer 0x100000 + dword 0): the constant \
+             engine already has 256 buffers queued"
+        )]
+    );
+    assert_eq!(outcome.summary.packets.by_opcode["INDIRECT_BUFFER_CONST"], 257);
+}
+
 // ------------------------------------------------------------ static walk
 
 #[test]
