@@ -293,7 +293,7 @@ pub trait Backend {
         kind: SampleKind,
         address: u64,
         render_backends: u32,
-        memory: &mut dyn GuestMemory,
+        memory: &dyn GuestMemory,
     ) -> Result<(), MemoryError> {
         write_default_sample(kind, address, render_backends, memory)
     }
@@ -304,7 +304,7 @@ pub fn write_default_sample(
     kind: SampleKind,
     address: u64,
     render_backends: u32,
-    memory: &mut dyn GuestMemory,
+    memory: &dyn GuestMemory,
 ) -> Result<(), MemoryError> {
     const VALID: u64 = 1 << 63;
     match kind {
@@ -468,7 +468,7 @@ impl Backend for RecordingBackend {
         kind: SampleKind,
         address: u64,
         render_backends: u32,
-        memory: &mut dyn GuestMemory,
+        memory: &dyn GuestMemory,
     ) -> Result<(), MemoryError> {
         self.lines.push(format!("{queue} sample {kind:?} at {address:#x}"));
         write_default_sample(kind, address, render_backends, memory)

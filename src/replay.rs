@@ -434,7 +434,7 @@ impl Backend for ReplayBackend {
         kind: SampleKind,
         address: u64,
         render_backends: u32,
-        memory: &mut dyn GuestMemory,
+        memory: &dyn GuestMemory,
     ) -> Result<(), MemoryError> {
         match &mut self.log {
             Some(log) if log.records.accepts() => {
@@ -560,7 +560,7 @@ pub fn replay_to(
         programs_not_kept: 0,
         draw_calls: 0,
     };
-    let mut memory = SparseMemory::new();
+    let memory = SparseMemory::new();
     memory.set_written_limit(limits.max_written_memory);
     let gpu = Gpu::deterministic(memory, backend, config);
     let mut errors = Vec::new();

@@ -75,7 +75,7 @@ struct Mem {
 
 impl Mem {
     fn new() -> Self {
-        let mut mem = SparseMemory::new();
+        let mem = SparseMemory::new();
         mem.map_zeroed(CMD, CMD_SIZE).unwrap();
         mem.map_zeroed(DATA, DATA_SIZE).unwrap();
         Self { mem, next: CMD }

@@ -650,9 +650,9 @@ fn two_tables_at_the_same_place_decode_as_the_same_bytes() {
     assert_eq!(s.context_registers(), s.sh_registers());
     // Relocation rewrites the pair in the shared bytes once; both tables
     // see the code address.
-    let mut m = SparseMemory::new();
+    let m = SparseMemory::new();
     m.map_bytes(0x10_0000, &b).unwrap();
-    let created = create_shader(&mut m, 0x10_0000, 0x20_0000).unwrap();
+    let created = create_shader(&m, 0x10_0000, 0x20_0000).unwrap();
     assert_eq!(created.program_address(), Some(0x20_0000));
     assert_eq!(created.context_registers(), created.sh_registers());
 }
@@ -698,10 +698,10 @@ fn an_sh_table_over_user_data_pointers_decodes_self_relative() {
 #[test]
 fn an_sh_table_over_user_data_pointers_is_refused_untouched() {
     let b = sh_table_over_user_data_pointers();
-    let mut m = SparseMemory::new();
+    let m = SparseMemory::new();
     m.map_bytes(0x10_0000, &b).unwrap();
     let generation = m.write_generation();
-    let err = create_shader(&mut m, 0x10_0000, 0x20_0000).unwrap_err();
+    let err = create_shader(&m, 0x10_0000, 0x20_0000).unwrap_err();
     // The relocated direct-resources pointer 0x10_0078, its high half
     // overwritten by the program LO value 0x2000.
     assert_eq!(

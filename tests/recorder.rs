@@ -14,7 +14,7 @@ use pm4core::trace::{Trace, TraceEvent};
 
 #[test]
 fn a_recorded_run_replays_to_the_same_events() {
-    let mut memory = SparseMemory::new();
+    let memory = SparseMemory::new();
     memory.map_zeroed(SCRATCH, 0x10_0000).unwrap();
     // Memory the recorder must not capture: never touched.
     memory.map_zeroed(0x4000_0000, 0x100_0000).unwrap();

@@ -96,13 +96,13 @@ fn creation_relocates_the_header_in_guest_memory() {
     // The same trace, inspected statically: the SHDR's header decodes, and
     // after creation the code field holds the code address.
     let trace = Trace::from_bytes(build_trace()).unwrap();
-    let mut memory = trace.build_memory().unwrap();
-    let mut registry = pm4core::shader::ShaderRegistry::new();
-    let shader = registry.create(&mut memory, PS_HEADER, PS_CODE, false).unwrap();
+    let memory = trace.build_memory().unwrap();
+    let registry = pm4core::shader::ShaderRegistry::new();
+    let shader = registry.create(&memory, PS_HEADER, PS_CODE, false).unwrap();
     assert_eq!(shader.code_address(), Some(PS_CODE));
     assert!(shader.is_relocated());
     // Creating twice is refused, memory untouched.
     let before = memory.read_u64(PS_HEADER).unwrap();
-    assert!(registry.create(&mut memory, PS_HEADER, PS_CODE, false).is_err());
+    assert!(registry.create(&memory, PS_HEADER, PS_CODE, false).is_err());
     assert_eq!(memory.read_u64(PS_HEADER).unwrap(), before);
 }

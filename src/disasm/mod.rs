@@ -250,7 +250,7 @@ impl<'a> Disassembler<'a> {
         }
         let whole = bytes.len() / 4 * 4;
         let (body, tail) = bytes.split_at(whole);
-        let mut memory = SparseMemory::new();
+        let memory = SparseMemory::new();
         memory.map_bytes(base, body).map_err(|_| DisasmError::OutOfRange { base, len })?;
         let size_dw = u32::try_from(whole / 4).unwrap_or(u32::MAX);
         let family = options.family.unwrap_or(GpuFamily::Gfx103);

@@ -119,7 +119,7 @@ pub fn processor(data: &[u8]) -> Outcome {
     let mut shaders = ShaderRegistry::new();
     if config_bits & 0x40 != 0 {
         let before = memory.write_generation();
-        if shaders.create(&mut memory, DATA_BASE, SHADER_CODE, false).is_err() && memory.write_generation() != before {
+        if shaders.create(&memory, DATA_BASE, SHADER_CODE, false).is_err() && memory.write_generation() != before {
             return Err(fail("a rejected shader creation wrote memory".into()));
         }
     }
