@@ -16,6 +16,7 @@
 #[allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 pub mod asm;
 pub mod backend;
+pub mod diagnostics;
 pub mod disasm;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -14,11 +14,12 @@
 //! reaches one stops with an error of kind `limit` naming it), the guest
 //! memory pages copied because they were written, the event log's and the
 //! timeline's records (each ends with a "truncated at N events" record),
-//! and the program map. [`replay_to`] streams the log and the timeline to
-//! writers as the replay goes.
+//! the program map and the list of skipped indirect buffers. [`replay_to`]
+//! streams the log and the timeline to writers as the replay goes.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::ops::ControlFlow;
 
 use std::sync::Arc;
 
@@ -26,7 +27,10 @@ use crate::backend::{
     Backend, CacheAction, Dispatch, Draw, Event, Fence, Flip, Marker, NotEmulated, ProgramBinding, ProgramStage,
     QueueId, RecordingBackend, SampleKind, UnknownPacket,
 };
-use crate::gpu::{Gpu, GpuConfig, GpuError, RunStatus, Submission};
+use crate::diagnostics::forensics::{self, Failure, QueueForensics};
+use crate::diagnostics::timeline::{WaitSpan, WaitTracker};
+use crate::diagnostics::{ExecutedPacket, ReplayObserver};
+use crate::gpu::{Gpu, GpuConfig, GpuError, RunStatus, StallReport, Submission};
 use crate::limits::{Limit, LimitExceeded, Limits, RecordOut, Records};
 use crate::memory::{GuestMemory, MemoryError, SparseMemory};
 use crate::packet::{Header, Opcode, PacketLocation, PacketType};
@@ -45,13 +49,20 @@ pub struct MemoryQuery {
 }
 
 impl MemoryQuery {
-    /// Parses `ADDR:LEN` (each decimal or 0x-hex). LEN is capped at 1 MiB.
+    /// Parses `ADDR:LEN` (each decimal or 0x-hex): LEN is 1 byte to 1 MiB
+    /// and the range lies in the 48-bit address space.
     pub fn parse(text: &str) -> Result<Self, String> {
         let (a, l) = text.split_once(':').ok_or_else(|| format!("memory range '{text}' is not ADDR:LEN"))?;
         let address = parse_number(a).ok_or_else(|| format!("bad address '{a}' in '{text}'"))?;
         let len = parse_number(l).ok_or_else(|| format!("bad length '{l}' in '{text}'"))?;
+        if len == 0 {
+            return Err(format!("memory range '{text}' is empty"));
+        }
         if len > 1 << 20 {
             return Err(format!("memory range '{text}' is longer than 1 MiB"));
+        }
+        if let Err(e) = crate::memory::check_range(address, len) {
+            return Err(format!("memory range '{text}': {e}"));
         }
         Ok(Self { label: text.to_string(), address, len })
     }
@@ -116,6 +127,9 @@ pub struct ReplayOptions {
     pub log: bool,
     /// Build a Chrome/Perfetto trace-event timeline.
     pub timeline: bool,
+    /// Dwords written to guest memory after every region is mapped and
+    /// before the first submission (`--patch ADDR=DWORD`): what-if replays.
+    pub patches: Vec<(u64, u32)>,
     /// GPU settings (deterministic mode is always used; each submission's
     /// [`ProcessorConfig::work_budget`](crate::processor::ProcessorConfig::work_budget)
     /// is [`Limits::max_packets`]).
@@ -211,6 +225,24 @@ pub struct ReplaySummary {
     /// Register as given → final value.
     pub registers: BTreeMap<String, u32>,
     pub queues: Vec<QueueSummary>,
+    /// Indirect buffers skipped because their memory is not in the trace
+    /// ([`crate::processor::ProcessorConfig::skip_unmapped_ibs`]).
+    pub skipped_ibs: Vec<SkippedIb>,
+    /// Hang forensics: one entry per queue still waiting at the end.
+    pub stalls: Vec<QueueForensics>,
+}
+
+/// An indirect buffer the replay skipped (`--skip-unmapped-ibs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct SkippedIb {
+    /// Queue name (`gfx`, `comp0.0`, …).
+    pub queue: String,
+    /// Address of the buffer the packet jumped to.
+    pub address: u64,
+    pub size_dw: u32,
+    /// Address of the INDIRECT_BUFFER packet.
+    pub packet: u64,
 }
 
 /// A program address some draw or dispatch bound, with its container.
@@ -237,12 +269,17 @@ pub struct ReplayOutcome {
     /// Bytes of guest memory pages the replay had to copy because packets or
     /// host writes wrote them (everything else is the trace file's bytes).
     pub written_page_bytes: usize,
+    /// The stall the replay ended in, if it did (the summary's `deadlock`
+    /// error and, after [`replay_with_progress`], its `stalls`).
+    pub stall: Option<StallReport>,
+    /// Submissions a processor error stopped, with the packet it stopped at.
+    pub failures: Vec<Failure>,
     /// Program bindings not kept in [`programs`](Self::programs) because it
     /// held [`Limits::max_programs`] addresses already.
     pub programs_not_kept: u64,
     /// The event log stopped at [`Limits::max_events`] records.
     pub log_truncated: bool,
-    /// The timeline stopped at [`Limits::max_events`] records.
+    /// The timeline stopped at [`Limits::max_events`] packets (or waits).
     pub timeline_truncated: bool,
 }
 
@@ -253,34 +290,10 @@ impl ReplayOutcome {
     }
 }
 
-/// The event log: lines formatted by a [`RecordingBackend`], moved into a
-/// bounded collector after each effect.
-struct EventLog {
-    recorder: RecordingBackend,
-    records: Records,
-}
-
-impl EventLog {
-    /// Lets the recorder format one effect, then collects its lines.
-    fn with(&mut self, f: impl FnOnce(&mut RecordingBackend)) {
-        if !self.records.accepts() {
-            return;
-        }
-        f(&mut self.recorder);
-        for line in self.recorder.lines.drain(..) {
-            if !self.records.record_line(line, |n| format!("truncated at {n} events")) {
-                break;
-            }
-        }
-        self.recorder.lines.clear();
-        self.recorder.unknown.clear();
-    }
-}
-
 /// The timeline: Chrome/Perfetto trace-event JSON, one process, one thread
 /// per queue, one 1-µs complete event per packet at the global packet clock,
-/// written as the packets run; thread names and the closing bracket are
-/// written by [`Timeline::finish`].
+/// written as the packets run; the waits (known when they end), the thread
+/// names and the closing bracket are written by [`Timeline::finish`].
 struct Timeline {
     records: Records,
     /// Queues that have an event (bit per queue).
@@ -294,11 +307,19 @@ impl Timeline {
         Timeline { records, queues: 0 }
     }
 
+    fn separator(&self) -> &'static str {
+        if self.records.count() == 0 && !self.records.truncated() {
+            ""
+        } else {
+            ",\n"
+        }
+    }
+
     fn packet(&mut self, clock: u64, queue: u32, name: &str) {
         if !self.records.accepts() {
             return;
         }
-        let sep = if self.records.count() == 0 { "" } else { ",\n" };
+        let sep = self.separator();
         let event =
             format!("{sep}{{\"ph\":\"X\",\"pid\":1,\"tid\":{queue},\"ts\":{clock},\"dur\":1,\"name\":\"{name}\"}}");
         if self.records.record(&event, |n| {
@@ -308,12 +329,22 @@ impl Timeline {
         }
     }
 
-    fn finish(mut self) -> (RecordOut, Option<std::io::Error>, bool) {
-        let mut first = self.records.count() == 0 && !self.records.truncated();
+    /// Writes the wait spans (at most [`Limits::max_events`]), the thread
+    /// names and the closing bracket.
+    fn finish(mut self, waits: &[WaitSpan]) -> (RecordOut, Option<std::io::Error>, bool) {
+        let mut events = Vec::new();
+        for (id, w) in waits.iter().enumerate() {
+            self.queues |= 1u64.checked_shl(w.queue.0).unwrap_or(0);
+            events.clear();
+            w.write_events(id as u64 + 1, &mut events);
+            for e in &events {
+                let sep = self.separator();
+                self.records.raw(&format!("{sep}{e}"));
+            }
+        }
         for q in 0..QueueId::COUNT {
             if self.queues & (1u64 << q) != 0 {
-                let sep = if first { "" } else { ",\n" };
-                first = false;
+                let sep = self.separator();
                 self.records.raw(&format!(
                     "{sep}{{\"ph\":\"M\",\"pid\":1,\"tid\":{q},\"name\":\"thread_name\",\"args\":{{\"name\":\"{}\"}}}}",
                     QueueId(q)
@@ -330,19 +361,54 @@ impl Timeline {
 /// The replay's backend: the event log, the timeline's packet clock, the
 /// program map and the count of backend draws and dispatches (the work of
 /// multi-draw packets).
+#[derive(Default)]
 struct ReplayBackend {
-    /// The event log, when asked for.
-    log: Option<EventLog>,
+    /// The event log (lines formatted by the recorder, then moved into a
+    /// bounded collector), when asked for.
+    log: Option<RecordingBackend>,
+    records: Option<Records>,
     clock: u64,
     timeline: Option<Timeline>,
     programs: BTreeMap<u64, BoundProgram>,
     max_programs: usize,
     programs_not_kept: u64,
+    /// Most entries of `skipped_ibs` ([`Limits::max_events`]).
+    max_skipped_ibs: usize,
     /// Draw and dispatch callbacks (one per sub-draw).
     draw_calls: u64,
+    /// Packets run since the observer last looked, when one watches.
+    executed: Option<Vec<(QueueId, Header, PacketLocation)>>,
+    skipped_ibs: Vec<SkippedIb>,
+    /// Packets each queue ran: the number of the packet running now, which
+    /// each log line carries (`gfx #12 draw …`).
+    packets: Vec<u64>,
 }
 
 impl ReplayBackend {
+    /// Lets the recorder log an effect of `queue`'s running packet, then
+    /// numbers the new lines with that packet's index (as `pm4 state --at
+    /// #N` takes it).
+    /// Lines beyond [`Limits::max_events`] are not formatted: one final
+    /// "truncated at N events" line says so.
+    fn log_with(&mut self, queue: QueueId, f: impl FnOnce(&mut RecordingBackend)) {
+        let (Some(log), Some(records)) = (&mut self.log, &mut self.records) else { return };
+        if !records.accepts() {
+            return;
+        }
+        f(log);
+        let index = self.packets.get(queue.0 as usize).copied().unwrap_or(0);
+        for mut line in log.lines.drain(..) {
+            if let Some(space) = line.find(' ') {
+                line.insert_str(space, &format!(" #{index}"));
+            }
+            if !records.record_line(line, |n| format!("truncated at {n} events")) {
+                break;
+            }
+        }
+        log.lines.clear();
+        log.unknown.clear();
+    }
+
     fn bind(&mut self, stage: ProgramStage, binding: &ProgramBinding) {
         if binding.address != 0 && !self.programs.contains_key(&binding.address) {
             if self.programs.len() >= self.max_programs {
@@ -366,67 +432,62 @@ fn packet_name(header: Header) -> &'static str {
 }
 
 impl Backend for ReplayBackend {
-    fn packet(&mut self, queue: QueueId, header: Header, _: &PacketLocation) {
+    fn packet(&mut self, queue: QueueId, header: Header, location: &PacketLocation) {
         self.clock += 1;
+        if self.packets.is_empty() {
+            self.packets.resize(QueueId::COUNT as usize, 0);
+        }
+        if let Some(n) = self.packets.get_mut(queue.0 as usize) {
+            *n += 1;
+        }
         if let Some(t) = &mut self.timeline {
             t.packet(self.clock, queue.0, packet_name(header));
         }
+        if let Some(e) = &mut self.executed {
+            e.push((queue, header, *location));
+        }
+    }
+    fn skipped_indirect_buffer(&mut self, queue: QueueId, location: &PacketLocation, address: u64, size_dw: u32) {
+        if self.skipped_ibs.len() < self.max_skipped_ibs {
+            self.skipped_ibs.push(SkippedIb { queue: queue.to_string(), address, size_dw, packet: location.address() });
+        }
+        self.log_with(queue, |l| l.skipped_indirect_buffer(queue, location, address, size_dw));
     }
     fn draw(&mut self, d: &Draw<'_>) {
         self.draw_calls += 1;
         for (stage, binding) in ProgramStage::GRAPHICS.iter().zip(d.programs.iter()) {
             self.bind(*stage, binding);
         }
-        if let Some(log) = &mut self.log {
-            log.with(|rec| rec.draw(d))
-        }
+        self.log_with(d.queue, |l| l.draw(d));
     }
     fn dispatch(&mut self, d: &Dispatch<'_>) {
         self.draw_calls += 1;
         self.bind(ProgramStage::Cs, d.program);
-        if let Some(log) = &mut self.log {
-            log.with(|rec| rec.dispatch(d))
-        }
+        self.log_with(d.queue, |l| l.dispatch(d));
     }
     fn event(&mut self, e: &Event) {
-        if let Some(log) = &mut self.log {
-            log.with(|rec| rec.event(e))
-        }
+        self.log_with(e.queue, |l| l.event(e));
     }
     fn cache_action(&mut self, q: QueueId, a: &CacheAction) {
-        if let Some(log) = &mut self.log {
-            log.with(|rec| rec.cache_action(q, a))
-        }
+        self.log_with(q, |l| l.cache_action(q, a));
     }
     fn fence(&mut self, f: &Fence) {
-        if let Some(log) = &mut self.log {
-            log.with(|rec| rec.fence(f))
-        }
+        self.log_with(f.queue, |l| l.fence(f));
     }
     fn flip(&mut self, f: &Flip) {
-        if let Some(log) = &mut self.log {
-            log.with(|rec| rec.flip(f))
-        }
+        self.log_with(f.queue, |l| l.flip(f));
     }
     fn marker(&mut self, q: QueueId, m: &Marker<'_>) {
-        if let Some(log) = &mut self.log {
-            log.with(|rec| rec.marker(q, m))
-        }
+        self.log_with(q, |l| l.marker(q, m));
     }
     fn host_command(&mut self, q: QueueId, code: u32, payload: &[u32]) {
-        if let Some(log) = &mut self.log {
-            log.with(|rec| rec.host_command(q, code, payload))
-        }
+        self.log_with(q, |l| l.host_command(q, code, payload));
     }
     fn not_emulated(&mut self, p: &NotEmulated) {
-        if let Some(log) = &mut self.log {
-            log.with(|rec| rec.not_emulated(p))
-        }
+        self.log_with(p.queue, |l| l.not_emulated(p));
     }
     fn unknown_packet(&mut self, r: &UnknownPacket) {
-        if let Some(log) = &mut self.log {
-            log.with(|rec| rec.unknown_packet(r))
-        }
+        self.log_with(QueueId(r.queue), |l| l.unknown_packet(r));
     }
     fn sample_event(
         &mut self,
@@ -436,14 +497,12 @@ impl Backend for ReplayBackend {
         render_backends: u32,
         memory: &dyn GuestMemory,
     ) -> Result<(), MemoryError> {
-        match &mut self.log {
-            Some(log) if log.records.accepts() => {
-                let mut result = Ok(());
-                log.with(|rec| result = rec.sample_event(queue, kind, address, render_backends, memory));
-                result
-            }
-            _ => crate::backend::write_default_sample(kind, address, render_backends, memory),
+        if !self.records.as_ref().is_some_and(Records::accepts) {
+            return crate::backend::write_default_sample(kind, address, render_backends, memory);
         }
+        let mut result = Ok(());
+        self.log_with(queue, |l| result = l.sample_event(queue, kind, address, render_backends, memory));
+        result
     }
 }
 
@@ -476,42 +535,6 @@ fn gpu_error_entry(e: &GpuError) -> ReplayErrorEntry {
     error(kind, e.to_string())
 }
 
-/// Scheduler steps between two checks of the work limits: a replay stops
-/// at most this many slices past a limit (each slice at most
-/// [`GpuConfig::slice_packets`] packets), and the check costs a few locks
-/// per 16 slices.
-const CHECK_SLICES: u64 = 16;
-
-type ReplayGpu = Gpu<SparseMemory, ReplayBackend>;
-
-/// Why a bounded run stopped early.
-enum Stop {
-    Gpu(GpuError),
-    Limit(LimitExceeded),
-}
-
-/// Runs the GPU until it is idle or stalled, checking the replay's work
-/// limits between slices.
-fn run_bounded(gpu: &ReplayGpu, limits: &Limits) -> Result<RunStatus, Stop> {
-    loop {
-        let status = gpu.run_slices(CHECK_SLICES).map_err(Stop::Gpu)?;
-        let stats = gpu.stats();
-        let draw_calls = gpu.with_backend(|b| b.draw_calls);
-        let written = gpu.with_memory_ref(|m| m.bytes_written());
-        let checks = [
-            (Limit::Packets, stats.packets.saturating_add(draw_calls), limits.max_packets),
-            (Limit::Dwords, stats.dwords, limits.max_dwords),
-            (Limit::WriteBytes, written, limits.max_write_bytes),
-        ];
-        if let Some(&(limit, _, value)) = checks.iter().find(|(_, used, max)| used > max) {
-            return Err(Stop::Limit(LimitExceeded { limit, value }));
-        }
-        if status != RunStatus::Running {
-            return Ok(status);
-        }
-    }
-}
-
 /// Replays `trace` and summarises it. Problems met while replaying are in
 /// the summary's `errors`; the trace itself was validated when it was read.
 pub fn replay(trace: &Trace, options: &ReplayOptions) -> ReplayOutcome {
@@ -519,14 +542,22 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> ReplayOutcome {
 }
 
 /// [`replay`], calling `progress(chunks_done)` as it goes through the trace's
-/// events.
+/// events. When the replay ends stalled or a submission fails, the trace is
+/// replayed a second time under a [`forensics`] observer and the summary's
+/// `stalls` say what each stuck queue waits on (or failed at) and who last
+/// wrote what it waits on.
+///
+/// A timeline comes from a second replay that runs one packet per
+/// scheduler slice (so each wait's releasing write is seen: see
+/// [`crate::diagnostics::timeline`]); the summary and the log are the
+/// plain replay's.
 pub fn replay_with_progress(trace: &Trace, options: &ReplayOptions, progress: &mut dyn FnMut(usize)) -> ReplayOutcome {
     replay_to(trace, options, ReplayOutputs::default(), progress)
 }
 
 /// [`replay_with_progress`], streaming the event log and the timeline to
 /// `outputs` as the replay goes (each given writer replaces the in-memory
-/// [`ReplayOutcome::log`] / [`ReplayOutcome::timeline`] and is asked for
+/// [`ReplayOutcome::log`] / [`ReplayOutcome::timeline`], and is written
 /// whatever [`ReplayOptions::log`] / [`ReplayOptions::timeline`] say). A
 /// write error ends that output and is reported in the summary's errors
 /// (kind `output`).
@@ -536,11 +567,6 @@ pub fn replay_to(
     outputs: ReplayOutputs,
     progress: &mut dyn FnMut(usize),
 ) -> ReplayOutcome {
-    let limits = options.limits;
-    let mut config = options.gpu.clone();
-    config.processor.report_packets = true;
-    // A submission may run what the whole replay may, no more.
-    config.processor.work_budget = limits.max_packets.max(1);
     let stream = |w: Box<dyn std::io::Write + Send>| RecordOut::Stream(std::io::BufWriter::new(w));
     let log = match outputs.log {
         Some(w) => Some(stream(w)),
@@ -550,16 +576,219 @@ pub fn replay_to(
         Some(w) => Some(stream(w)),
         None => options.timeline.then(|| RecordOut::Text(String::new())),
     };
-    let backend = ReplayBackend {
-        log: log
-            .map(|out| EventLog { recorder: RecordingBackend::new(), records: Records::new(out, limits.max_events) }),
-        clock: 0,
-        timeline: timeline.map(|out| Timeline::new(out, limits.max_events)),
-        programs: BTreeMap::new(),
-        max_programs: limits.max_programs,
-        programs_not_kept: 0,
-        draw_calls: 0,
+    let plain = ReplayOptions { timeline: false, ..options.clone() };
+    let mut outcome = replay_into(trace, &plain, progress, None, log, None);
+    let stall = outcome.stall.take();
+    if stall.is_some() || !outcome.failures.is_empty() {
+        outcome.summary.stalls = forensics::investigate(trace, options, stall.as_ref(), &outcome.failures);
+    }
+    if let Some(out) = timeline {
+        let options = ReplayOptions { log: false, memory: Vec::new(), registers: Vec::new(), ..options.clone() };
+        let pass = replay_into(trace, &options, &mut |_| {}, None, None, Some(out));
+        outcome.timeline = pass.timeline;
+        outcome.timeline_truncated = pass.timeline_truncated;
+        outcome.summary.errors.extend(pass.summary.errors.into_iter().filter(|e| e.kind == "output"));
+    }
+    outcome
+}
+
+/// The observed replay's state between steps.
+struct Observed<'a> {
+    observer: Option<&'a mut dyn ReplayObserver>,
+    /// The timeline's waits, when a timeline is asked for (at most
+    /// [`Limits::max_events`] kept).
+    waits: Option<WaitTracker>,
+    max_waits: usize,
+    waits_truncated: bool,
+    /// Packets each queue ran so far.
+    counts: [u64; QueueId::COUNT as usize],
+    /// Queues that were given a submission, and those suspended now.
+    submitted: [bool; QueueId::COUNT as usize],
+    suspended: [bool; QueueId::COUNT as usize],
+    stopped: bool,
+}
+
+impl Observed<'_> {
+    /// Calls `f` on the observer and on the wait tracker.
+    fn each(&mut self, mut f: impl FnMut(&mut dyn ReplayObserver)) {
+        if let Some(o) = self.observer.as_deref_mut() {
+            f(o);
+        }
+        if let Some(w) = &mut self.waits {
+            f(w);
+        }
+    }
+
+    fn wants_suspensions(&self) -> bool {
+        self.waits.is_some() || self.observer.as_deref().is_some_and(|o| o.wants_suspensions())
+    }
+}
+
+/// Scheduler steps between two checks of the work limits: a replay stops
+/// at most this many slices past a limit (each slice at most
+/// [`GpuConfig::slice_packets`] packets), and the check costs a few locks
+/// per 16 slices.
+const CHECK_SLICES: u64 = 16;
+
+type ReplayGpu = Gpu<SparseMemory, ReplayBackend>;
+
+/// Why a run stopped early.
+enum Stop {
+    Gpu(GpuError),
+    Limit(LimitExceeded),
+}
+
+impl From<GpuError> for Stop {
+    fn from(e: GpuError) -> Self {
+        Stop::Gpu(e)
+    }
+}
+
+/// The first of the replay's work limits that the GPU has gone past.
+fn check_limits(gpu: &ReplayGpu, limits: &Limits) -> Result<(), Stop> {
+    let stats = gpu.stats();
+    let draw_calls = gpu.with_backend(|b| b.draw_calls);
+    let written = gpu.with_memory_ref(|m| m.bytes_written());
+    let checks = [
+        (Limit::Packets, stats.packets.saturating_add(draw_calls), limits.max_packets),
+        (Limit::Dwords, stats.dwords, limits.max_dwords),
+        (Limit::WriteBytes, written, limits.max_write_bytes),
+    ];
+    match checks.iter().find(|(_, used, max)| used > max) {
+        Some(&(limit, _, value)) => Err(Stop::Limit(LimitExceeded { limit, value })),
+        None => Ok(()),
+    }
+}
+
+/// Runs the GPU as far as it can, checking the work limits between slices;
+/// with an observer, one packet per step, the observer called after each.
+fn run_gpu(gpu: &ReplayGpu, observed: &mut Option<Observed<'_>>, limits: &Limits) -> Result<RunStatus, Stop> {
+    let Some(o) = observed else {
+        loop {
+            let status = gpu.run_slices(CHECK_SLICES)?;
+            check_limits(gpu, limits)?;
+            if status != RunStatus::Running {
+                return Ok(status);
+            }
+        }
     };
+    if o.stopped {
+        return Ok(RunStatus::Idle);
+    }
+    let mut steps = 0u64;
+    loop {
+        let status = gpu.run_slices(1)?;
+        steps += 1;
+        if steps % CHECK_SLICES == 0 {
+            check_limits(gpu, limits)?;
+        }
+        if let Some(w) = &mut o.waits {
+            if w.spans.len() > o.max_waits {
+                w.spans.truncate(o.max_waits);
+                o.waits_truncated = true;
+            }
+        }
+        let ran = gpu.with_backend(|b| b.executed.as_mut().map(std::mem::take).unwrap_or_default());
+        for (queue, header, location) in ran {
+            let slot = o.counts.get_mut(queue.0 as usize);
+            let index = slot.as_deref().copied().unwrap_or(0);
+            if let Some(n) = slot {
+                *n += 1;
+            }
+            let packet = ExecutedPacket { queue, index, header, location };
+            let flow = gpu.with_processor_and_memory(queue, |p, m| {
+                if let Some(w) = &mut o.waits {
+                    let _ = w.packet(&packet, p, m);
+                }
+                o.observer.as_deref_mut().map_or(ControlFlow::Continue(()), |ob| ob.packet(&packet, p, m))
+            })?;
+            if flow == ControlFlow::Break(()) {
+                o.stopped = true;
+                return Ok(RunStatus::Idle);
+            }
+        }
+        if o.wants_suspensions() {
+            for q in 0..QueueId::COUNT {
+                let i = q as usize;
+                if !o.submitted.get(i).copied().unwrap_or(false) {
+                    continue;
+                }
+                let was = o.suspended.get(i).copied().unwrap_or(false);
+                let now = gpu.with_processor_and_memory(QueueId(q), |p, m| {
+                    let reason = p.suspended();
+                    if let (Some(reason), false) = (reason, was) {
+                        let at = p.execution().top().map_or(0, |c| c.address());
+                        o.each(|ob| ob.suspended(QueueId(q), &reason, at, m));
+                    }
+                    reason.is_some()
+                })?;
+                if let Some(slot) = o.suspended.get_mut(i) {
+                    *slot = now;
+                }
+            }
+        }
+        if status != RunStatus::Running {
+            return Ok(status);
+        }
+    }
+}
+
+/// [`replay_with_progress`] with an optional observer that sees every packet
+/// with its queue's registers and the guest memory right after it ran. With
+/// an observer, or a timeline, each scheduler slice runs one packet (so the
+/// interleaving of queues can differ from a plain replay's), and the
+/// observer can stop the replay early (the summary then covers what ran).
+/// One pass: no stall forensics.
+pub fn replay_observed(
+    trace: &Trace,
+    options: &ReplayOptions,
+    progress: &mut dyn FnMut(usize),
+    observer: Option<&mut dyn ReplayObserver>,
+) -> ReplayOutcome {
+    let log = options.log.then(|| RecordOut::Lines(Vec::new()));
+    let timeline = options.timeline.then(|| RecordOut::Text(String::new()));
+    replay_into(trace, options, progress, observer, log, timeline)
+}
+
+/// One replay pass, its log and timeline (if any) going to `log` and
+/// `timeline`.
+fn replay_into(
+    trace: &Trace,
+    options: &ReplayOptions,
+    progress: &mut dyn FnMut(usize),
+    observer: Option<&mut dyn ReplayObserver>,
+    log: Option<RecordOut>,
+    timeline: Option<RecordOut>,
+) -> ReplayOutcome {
+    let limits = options.limits;
+    let mut config = options.gpu.clone();
+    config.processor.report_packets = true;
+    // A submission may run what the whole replay may, no more.
+    config.processor.work_budget = limits.max_packets.max(1);
+    let max_events = usize::try_from(limits.max_events).unwrap_or(usize::MAX);
+    let observe = observer.is_some() || timeline.is_some();
+    if observe {
+        config.slice_packets = 1;
+    }
+    let backend = ReplayBackend {
+        log: log.is_some().then(RecordingBackend::new),
+        records: log.map(|out| Records::new(out, limits.max_events)),
+        timeline: timeline.map(|out| Timeline::new(out, limits.max_events)),
+        executed: observe.then(Vec::new),
+        max_programs: limits.max_programs,
+        max_skipped_ibs: max_events,
+        ..Default::default()
+    };
+    let mut observed = observe.then(|| Observed {
+        observer,
+        waits: backend.timeline.is_some().then(WaitTracker::new),
+        max_waits: max_events,
+        waits_truncated: false,
+        counts: [0; QueueId::COUNT as usize],
+        submitted: [false; QueueId::COUNT as usize],
+        suspended: [false; QueueId::COUNT as usize],
+        stopped: false,
+    });
     let memory = SparseMemory::new();
     memory.set_written_limit(limits.max_written_memory);
     let gpu = Gpu::deterministic(memory, backend, config);
@@ -567,12 +796,17 @@ pub fn replay_to(
     let mut submissions: Vec<Submission> = Vec::new();
     let mut host_writes = Vec::new();
     let mut per_queue = [0u64; QueueId::COUNT as usize];
+    let mut started = false;
     let mut stopped = false;
 
     // Runs the GPU as far as it can (before a host-side effect, or at the
     // end); a limit stops the replay.
-    let settle =
-        |gpu: &ReplayGpu, errors: &mut Vec<ReplayErrorEntry>, stopped: &mut bool| match run_bounded(gpu, &limits) {
+    let settle = |gpu: &ReplayGpu,
+                  errors: &mut Vec<ReplayErrorEntry>,
+                  observed: &mut Option<Observed<'_>>,
+                  stopped: &mut bool|
+     -> Option<StallReport> {
+        match run_gpu(gpu, observed, &limits) {
             Ok(RunStatus::Stalled(report)) => Some(report),
             Ok(_) => None,
             Err(Stop::Gpu(e)) => {
@@ -587,10 +821,21 @@ pub fn replay_to(
                 *stopped = true;
                 None
             }
-        };
+        }
+    };
 
     for (done, event) in trace.events().iter().enumerate() {
         progress(done);
+        if stopped || observed.as_ref().is_some_and(|o| o.stopped) {
+            break;
+        }
+        if !started && matches!(event, TraceEvent::Submit { .. }) {
+            started = true;
+            apply_patches(&gpu, &options.patches, &mut errors);
+            if let Some(o) = &mut observed {
+                gpu.with_memory_ref(|m| o.each(|ob| ob.start(m)));
+            }
+        }
         match event {
             TraceEvent::MemRegion { .. } | TraceEvent::ZeroRegion { .. } => {
                 let r = gpu.with_memory(|m| trace.map_region(m, event));
@@ -598,10 +843,13 @@ pub fn replay_to(
                     errors.push(error("memory", format!("chunk {}: mapping failed: {e}", event.chunk())));
                 }
             }
-            TraceEvent::HostWrite { address, data, .. } => {
-                settle(&gpu, &mut errors, &mut stopped);
+            TraceEvent::HostWrite { address, data, chunk } => {
+                settle(&gpu, &mut errors, &mut observed, &mut stopped);
                 if stopped {
                     break;
+                }
+                if let Some(o) = &mut observed {
+                    o.each(|ob| ob.host_write(*chunk, *address, data.len()));
                 }
                 let bytes = trace.bytes_of(data);
                 match gpu.write_memory(*address, bytes) {
@@ -610,7 +858,7 @@ pub fn replay_to(
                 }
             }
             TraceEvent::Shader { header_address, code_address, relocated, chunk } => {
-                settle(&gpu, &mut errors, &mut stopped);
+                settle(&gpu, &mut errors, &mut observed, &mut stopped);
                 if stopped {
                     break;
                 }
@@ -627,26 +875,42 @@ pub fn replay_to(
                 if let Some(n) = per_queue.get_mut(*queue as usize) {
                     *n += 1;
                 }
+                if let Some(slot) = observed.as_mut().and_then(|o| o.submitted.get_mut(*queue as usize)) {
+                    *slot = true;
+                }
             }
             TraceEvent::Note { .. } | TraceEvent::Ancillary { .. } => {}
         }
     }
     progress(trace.events().len());
+    if !started {
+        apply_patches(&gpu, &options.patches, &mut errors);
+    }
+    let mut stall = None;
     if !stopped {
-        if let Some(report) = settle(&gpu, &mut errors, &mut stopped) {
+        if let Some(report) = settle(&gpu, &mut errors, &mut observed, &mut stopped) {
             errors.push(error("deadlock", report.to_string()));
+            stall = Some(report);
+        }
+    }
+    let mut failures = Vec::new();
+    for w in &host_writes {
+        if let Some(Err(e)) = w.poll() {
+            errors.push(gpu_error_entry(&e));
         }
     }
     for s in &submissions {
         if let Some(Err(e)) = s.poll() {
-            if !matches!(e, GpuError::Deadlock(_) | GpuError::Pending | GpuError::Aborted { .. }) {
+            if matches!(e, GpuError::Aborted(_)) && stopped {
+                continue;
+            }
+            if !matches!(e, GpuError::Deadlock(_) | GpuError::Pending) {
                 errors.push(gpu_error_entry(&e));
             }
-        }
-    }
-    for w in &host_writes {
-        if let Some(Err(e)) = w.poll() {
-            errors.push(gpu_error_entry(&e));
+            if let GpuError::Processor { queue, source, .. } = &e {
+                let packet = source.location().map(|l| l.address());
+                failures.push(Failure { queue: *queue, packet, message: e.to_string() });
+            }
         }
     }
 
@@ -718,17 +982,27 @@ pub fn replay_to(
         }
     }
 
-    let (log, timeline, programs, programs_not_kept) =
-        gpu.with_backend(|b| (b.log.take(), b.timeline.take(), std::mem::take(&mut b.programs), b.programs_not_kept));
+    let (records, timeline, programs, programs_not_kept, skipped_ibs) = gpu.with_backend(|b| {
+        (
+            b.records.take(),
+            b.timeline.take(),
+            std::mem::take(&mut b.programs),
+            b.programs_not_kept,
+            std::mem::take(&mut b.skipped_ibs),
+        )
+    });
+    summary.skipped_ibs = skipped_ibs;
     let mut outcome = ReplayOutcome {
         programs: programs.into_values().collect(),
         programs_not_kept,
         written_page_bytes: gpu.with_memory_ref(|m| m.allocated_page_bytes()),
+        stall,
+        failures,
         ..Default::default()
     };
-    if let Some(log) = log {
-        outcome.log_truncated = log.records.truncated();
-        let (out, e) = log.records.finish();
+    if let Some(records) = records {
+        outcome.log_truncated = records.truncated();
+        let (out, e) = records.finish();
         if let Some(e) = e {
             errors.push(error("output", format!("writing the event log: {e}")));
         }
@@ -737,8 +1011,12 @@ pub fn replay_to(
         }
     }
     if let Some(timeline) = timeline {
-        let (out, e, truncated) = timeline.finish();
-        outcome.timeline_truncated = truncated;
+        let (mut waits, waits_truncated) =
+            observed.map(|o| (o.waits.unwrap_or_default(), o.waits_truncated)).unwrap_or_default();
+        waits.finish();
+        waits.spans.truncate(max_events);
+        let (out, e, truncated) = timeline.finish(&waits.spans);
+        outcome.timeline_truncated = truncated || waits_truncated;
         if let Some(e) = e {
             errors.push(error("output", format!("writing the timeline: {e}")));
         }
@@ -751,6 +1029,15 @@ pub fn replay_to(
     outcome
 }
 
+/// Writes the `--patch` dwords (before the first submission).
+fn apply_patches(gpu: &Gpu<SparseMemory, ReplayBackend>, patches: &[(u64, u32)], errors: &mut Vec<ReplayErrorEntry>) {
+    for &(address, value) in patches {
+        if let Err(e) = gpu.with_memory(|m| m.write_u32(address, value)) {
+            errors.push(error("memory", format!("--patch {address:#x}={value:#x}: {e}")));
+        }
+    }
+}
+
 /// `len` bytes of guest memory at `address`.
 fn read_range(memory: &dyn GuestMemory, address: u64, len: u64) -> Result<Vec<u8>, MemoryError> {
     let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(0)];
@@ -758,10 +1045,27 @@ fn read_range(memory: &dyn GuestMemory, address: u64, len: u64) -> Result<Vec<u8
     Ok(bytes)
 }
 
+/// `one` for 1, else `many`.
+fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
+}
+
 /// The summary as text for people.
 pub fn format_summary(s: &ReplaySummary) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "gpu {}: {} submissions, {} packets", s.gpu, s.submissions, s.packets.total);
+    let _ = writeln!(
+        out,
+        "gpu {}: {} {}, {} {}",
+        s.gpu,
+        s.submissions,
+        plural(s.submissions, "submission", "submissions"),
+        s.packets.total,
+        plural(s.packets.total, "packet", "packets")
+    );
     let _ = writeln!(
         out,
         "draws {}  dispatches {}  waits {}  fences {}  skipped {}",
@@ -770,8 +1074,14 @@ pub fn format_summary(s: &ReplaySummary) -> String {
     for q in &s.queues {
         let _ = writeln!(
             out,
-            "queue {:<8} {:>5} submissions {:>9} packets {:>10} dwords",
-            q.name, q.submissions, q.packets, q.dwords
+            "queue {:<8} {:>5} {:<11} {:>9} {:<7} {:>10} {}",
+            q.name,
+            q.submissions,
+            plural(q.submissions, "submission", "submissions"),
+            q.packets,
+            plural(q.packets, "packet", "packets"),
+            q.dwords,
+            plural(q.dwords, "dword", "dwords")
         );
     }
     let mut by_count: Vec<(&String, &u64)> = s.packets.by_opcode.iter().collect();
@@ -800,6 +1110,20 @@ pub fn format_summary(s: &ReplaySummary) -> String {
     }
     for (label, value) in &s.registers {
         let _ = writeln!(out, "register {label} = {value:#010x}");
+    }
+    for ib in &s.skipped_ibs {
+        let _ = writeln!(
+            out,
+            "skipped indirect buffer on {} at {:#x}: {:#x}, {} {} not in the trace",
+            ib.queue,
+            ib.packet,
+            ib.address,
+            ib.size_dw,
+            plural(u64::from(ib.size_dw), "dword", "dwords")
+        );
+    }
+    for stall in &s.stalls {
+        let _ = write!(out, "{stall}");
     }
     if s.errors.is_empty() {
         let _ = writeln!(out, "errors: none");

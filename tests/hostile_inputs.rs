@@ -120,18 +120,29 @@ fn ten_thousand_empty_chunks_then_garbage_are_refused_at_the_garbage() {
 // ---------------------------------------------------------- indirect buffers
 
 #[test]
-fn an_unmapped_ib_fails_on_its_first_header_with_the_exact_address() {
+fn an_unmapped_ib_fails_at_the_indirect_buffer_packet_with_the_exact_address() {
     let mut h = Harness::new();
     let err = h.run(&Cmd::new().ib(0xDEAD_0000, 16, false)).unwrap_err();
     assert_eq!(
         err,
         Pm4Error::Memory {
-            location: at(0xDEAD_0000, 16, 0),
-            opcode: Opcode::NOP,
+            location: at(0x1000, 4, 0),
+            opcode: Opcode::INDIRECT_BUFFER,
             source: MemoryError::Unmapped { address: 0xDEAD_0000, len: 4 },
         }
     );
+    assert!(err.to_string().contains("INDIRECT_BUFFER"), "{err}");
     assert!(h.processor.is_idle());
+}
+
+#[test]
+fn an_unmapped_ib_is_skipped_and_reported_when_asked() {
+    let config = ProcessorConfig { skip_unmapped_ibs: true, ..Default::default() };
+    let mut h = Harness::with_config(QueueId::GRAPHICS, config);
+    let cmd = Cmd::new().ib(0xDEAD_0000, 16, false).raw(&[NOP_PAD]);
+    assert_eq!(h.run(&cmd).unwrap(), ProcessStatus::Completed);
+    assert_eq!(h.processor.stats().packets, 2, "the IB packet and the NOP after it ran");
+    assert_eq!(h.log(), vec!["gfx skipped_ib addr=0xdead0000 size_dw=16 packet=0x1000"]);
 }
 
 #[test]

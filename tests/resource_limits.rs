@@ -150,13 +150,13 @@ fn a_multi_draw_of_2_32_draws_is_bounded_by_the_packet_budget_and_its_log() {
     assert_eq!(
         limit_errors(&outcome),
         vec![
-            "submission #1 on gfx: submission exceeded its work budget of 5000 packets at 0x100010 (buffer 0x100000 \
+            "submission #0 on gfx: submission exceeded its work budget of 5000 packets at 0x100010 (buffer 0x100000 \
              + dword 4) (indirect-buffer cycle?) (Limits::max_packets; raise it with --max-packets)"
         ]
     );
     assert_eq!(outcome.log.len(), 101);
     assert_eq!(outcome.log[100], "truncated at 100 events");
-    assert!(outcome.log[0].starts_with("gfx draw DRAW_INDIRECT_MULTI count=3"), "{}", outcome.log[0]);
+    assert!(outcome.log[0].starts_with("gfx #1 draw DRAW_INDIRECT_MULTI count=3"), "{}", outcome.log[0]);
     assert!(outcome.log_truncated);
 }
 
@@ -175,7 +175,7 @@ fn thirty_fills_of_64_mib_stop_at_the_written_memory_cap_naming_the_write() {
     assert_eq!(
         limit_errors(&outcome),
         vec![
-            "submission #1 on gfx: DMA_DATA at 0x100000 (buffer 0x100000 + dword 0): write of 256 bytes at \
+            "submission #0 on gfx: DMA_DATA at 0x100000 (buffer 0x100000 + dword 0): write of 256 bytes at \
              0x100100000 refused: written guest memory would exceed its limit of 1048576 bytes \
              (Limits::max_written_memory; raise it with --max-memory)"
         ]
@@ -199,7 +199,7 @@ fn a_fill_that_moves_its_own_target_stops_at_the_written_memory_cap() {
     // The command buffer's page was copied by the first ATOMIC_MEM; 255 pages
     // (15 fills and a part) fit beside it.
     assert!(
-        errors[0].starts_with("submission #1 on gfx: DMA_DATA at 0x100000 (buffer 0x100000 + dword 0): write of 256 bytes at 0x100ff000 refused"),
+        errors[0].starts_with("submission #0 on gfx: DMA_DATA at 0x100000 (buffer 0x100000 + dword 0): write of 256 bytes at 0x100ff000 refused"),
         "{}",
         errors[0]
     );
@@ -245,9 +245,10 @@ fn the_timeline_streams_and_stops_at_max_events() {
     let last: Vec<_> = events.iter().filter(|e| e["ph"] == "i").collect();
     assert_eq!(last.len(), 1);
     assert_eq!(last[0]["name"], "truncated at 500 events");
-    // 500 events across the first queues to run (64 packets a slice), each named once.
+    // The timeline's replay runs one packet a slice: 500 events cover every
+    // queue, each named once.
     let names = events.iter().filter(|e| e["ph"] == "M").count();
-    assert_eq!(names, 8);
+    assert_eq!(names, 57);
     assert!(text.len() < 500 * 100, "{} bytes", text.len());
 }
 
@@ -267,8 +268,8 @@ fn the_event_log_streams_to_its_writer_and_stops_at_max_events() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 1_001);
     assert_eq!(lines[1_000], "truncated at 1000 events");
-    assert!(lines[0].starts_with("gfx draw DRAW_INDEX_AUTO count=3"), "{}", lines[0]);
-    assert!(lines[1].starts_with("gfx fence RELEASE_MEM"), "{}", lines[1]);
+    assert!(lines[0].starts_with("gfx #0 draw DRAW_INDEX_AUTO count=3"), "{}", lines[0]);
+    assert!(lines[1].starts_with("gfx #1 fence RELEASE_MEM"), "{}", lines[1]);
 }
 
 #[test]
@@ -307,7 +308,7 @@ fn a_waiting_constant_engine_queues_at_most_256_buffers() {
         errors,
         vec![(
             "constant_engine_backlog",
-            "submission #1 on gfx: INDIRECT_BUFFER_CONST at 0x100000 (buffer 0x100000 + dword 0): the constant \
+            "submission #0 on gfx: INDIRECT_BUFFER_CONST at 0x100000 (buffer 0x100000 + dword 0): the constant \
              engine already has 256 buffers queued"
         )]
     );
@@ -474,7 +475,7 @@ fn a_fanned_out_disassembly_and_an_endless_inspect_exit_1_naming_the_limit() {
     let text = String::from_utf8(o.stdout).unwrap();
     assert!(
         text.ends_with(
-            "; 5000 packets in 1 submissions, 1 diagnostics (walk stopped by the packet budget)\n\
+            "; 5000 packets in 1 submission, 1 diagnostic (walk stopped by the packet budget)\n\
              ;   INDIRECT_BUFFER                  2668\n;   NOP                              2332\n"
         ),
         "{}",

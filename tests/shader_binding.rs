@@ -66,7 +66,7 @@ fn a_draw_carries_the_decoded_containers_of_its_bound_shaders() {
     assert_eq!(outcome.summary.draws, 1);
     assert_eq!(
         outcome.log,
-        vec!["gfx draw DRAW_INDEX_AUTO count=3 instances=0 first=0 base_vertex=0 first_instance=0 prim=4 ps=0x200000[Pixel] es=0x201000[Geometry]"]
+        vec!["gfx #4 draw DRAW_INDEX_AUTO count=3 instances=0 first=0 base_vertex=0 first_instance=0 prim=4 ps=0x200000[Pixel] es=0x201000[Geometry]"]
     );
     assert_eq!(outcome.programs.len(), 2);
     let ps = &outcome.programs[0];

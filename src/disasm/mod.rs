@@ -327,12 +327,16 @@ impl<'a> Disassembler<'a> {
 
     /// Writes `by_opcode` counts, one `NAME count` line each, as comments.
     pub fn write_summary(summary: &WalkSummary, out: &mut dyn io::Write) -> io::Result<()> {
+        let s = |n: u64| if n == 1 { "" } else { "s" };
         writeln!(
             out,
-            "; {} packets in {} submissions, {} diagnostics{}",
+            "; {} packet{} in {} submission{}, {} diagnostic{}{}",
             summary.packets,
+            s(summary.packets),
             summary.submissions,
+            s(summary.submissions as u64),
             summary.diagnostics,
+            s(summary.diagnostics as u64),
             if summary.complete { "" } else { " (walk stopped by the packet budget)" }
         )?;
         for (name, count) in &summary.by_opcode {

@@ -266,6 +266,10 @@ impl<B: Backend> Backend for Tap<B> {
         self.inner.unknown_packet(report)
     }
 
+    fn skipped_indirect_buffer(&mut self, queue: QueueId, location: &PacketLocation, address: u64, size_dw: u32) {
+        self.inner.skipped_indirect_buffer(queue, location, address, size_dw)
+    }
+
     fn gpu_clock(&mut self) -> Option<u64> {
         self.inner.gpu_clock()
     }

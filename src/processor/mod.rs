@@ -79,6 +79,10 @@ pub struct ProcessorConfig {
     /// Calls [`Backend::packet`] for every packet decoded (timelines,
     /// recorders); off by default: it costs a call per packet.
     pub report_packets: bool,
+    /// An indirect buffer whose memory is not mapped (command-only captures)
+    /// is reported ([`Backend::skipped_indirect_buffer`]) and skipped instead
+    /// of stopping the submission with a memory error.
+    pub skip_unmapped_ibs: bool,
 }
 
 impl Default for ProcessorConfig {
@@ -91,6 +95,7 @@ impl Default for ProcessorConfig {
             host_commands: Vec::new(),
             max_unknown_reports: 64,
             report_packets: false,
+            skip_unmapped_ibs: false,
         }
     }
 }
