@@ -32,3 +32,8 @@ pub mod regs;
 pub mod replay;
 pub mod shader;
 pub mod trace;
+
+/// `n` and a noun in the right number: `1 submission`, `3 submissions`.
+pub(crate) fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}

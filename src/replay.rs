@@ -33,7 +33,7 @@ use crate::diagnostics::{ExecutedPacket, ReplayObserver};
 use crate::gpu::{Gpu, GpuConfig, GpuError, RunStatus, StallReport, Submission};
 use crate::limits::{Limit, LimitExceeded, Limits, RecordOut, Records};
 use crate::memory::{GuestMemory, MemoryError, SparseMemory};
-use crate::packet::{Header, Opcode, PacketLocation, PacketType};
+use crate::packet::{Header, Opcode, PacketLocation, PacketName};
 use crate::processor::Pm4Error;
 use crate::regs::db::{self, GpuFamily};
 use crate::shader::AgcShader;
@@ -96,17 +96,10 @@ impl RegisterQuery {
     }
 }
 
-/// Parses a queue name: `gfx`, `compP.Q` or a number 0..=56.
+/// Parses a queue name: `gfx`, `compP.Q` or a number 0..=56 (see
+/// [`QueueId`]'s `FromStr`).
 pub fn parse_queue(text: &str) -> Option<QueueId> {
-    if text.eq_ignore_ascii_case("gfx") || text.eq_ignore_ascii_case("graphics") {
-        return Some(QueueId::GRAPHICS);
-    }
-    if let Some(rest) = text.strip_prefix("comp") {
-        let (p, q) = rest.split_once('.')?;
-        return QueueId::compute(p.parse().ok()?, q.parse().ok()?);
-    }
-    let n = u32::try_from(parse_number(text)?).ok()?;
-    (n < QueueId::COUNT).then_some(QueueId(n))
+    text.parse().ok()
 }
 
 /// Parses a decimal or 0x-hex number.
@@ -315,7 +308,7 @@ impl Timeline {
         }
     }
 
-    fn packet(&mut self, clock: u64, queue: u32, name: &str) {
+    fn packet(&mut self, clock: u64, queue: u32, name: PacketName) {
         if !self.records.accepts() {
             return;
         }
@@ -423,14 +416,6 @@ impl ReplayBackend {
     }
 }
 
-fn packet_name(header: Header) -> &'static str {
-    match header.packet_type() {
-        PacketType::Type3 => header.opcode().name().unwrap_or("UNKNOWN"),
-        PacketType::Type2 => "TYPE2",
-        PacketType::Type0 | PacketType::Type1 => "TYPE0",
-    }
-}
-
 impl Backend for ReplayBackend {
     fn packet(&mut self, queue: QueueId, header: Header, location: &PacketLocation) {
         self.clock += 1;
@@ -441,7 +426,7 @@ impl Backend for ReplayBackend {
             *n += 1;
         }
         if let Some(t) = &mut self.timeline {
-            t.packet(self.clock, queue.0, packet_name(header));
+            t.packet(self.clock, queue.0, header.name());
         }
         if let Some(e) = &mut self.executed {
             e.push((queue, header, *location));

@@ -559,6 +559,9 @@ fn plurals_and_operator_names_read_as_english() {
         "{}",
         stdout(&o)
     );
+    let o = pm4(&["inspect", &corpus("ibs.pm4t")]);
+    assert!(stdout(&o).contains("6 regions (4324 bytes mapped), 1 submission, 0 host writes\n"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("SUBM        24 B  9 dwords at 0x100000 on gfx"), "{}", stdout(&o));
 }
 
 #[test]
