@@ -371,7 +371,7 @@ impl<'a> Disassembler<'a> {
                 for event in trace.events() {
                     match *event {
                         TraceEvent::MemRegion { address, .. } | TraceEvent::ZeroRegion { address, .. } => {
-                            if let Err(e) = trace.map_region(&mut memory, event) {
+                            if let Err(e) = trace.map_region(&memory, event) {
                                 walker.diagnostic(address, 0, format!("region not mapped: {e}"));
                             }
                         }
