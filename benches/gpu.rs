@@ -105,6 +105,8 @@ fn suspend_resume(c: &mut Criterion) {
     group.bench_function("threaded", |b| {
         b.iter(|| {
             let h = gpu.submit(queue, buffer.0, buffer.1).unwrap();
+            // The write is applied at once: let the queue suspend first.
+            assert!(matches!(gpu.run_until_stalled().unwrap(), RunStatus::Stalled(_)));
             gpu.write_memory(DATA, &label).unwrap();
             let report = h.wait().unwrap();
             assert_eq!(report.waits, 1);

@@ -100,8 +100,6 @@ fn flat_memory_behind_an_arc_serves_the_processor_and_the_cpu() {
 
 // ------------------------------------------------------------ the Gpu, embedded
 
-use std::time::Duration;
-
 use pm4core::backend::{Fence, NullBackend};
 use pm4core::gpu::{Gpu, GpuConfig, GpuError, RunStatus};
 
