@@ -1,5 +1,5 @@
 //! Turning what other tools write into pm4core traces
-//! (`spec/trace-format.md`), for `pm4 import`.
+//! (`docs/trace-format.md`), for `pm4 import`.
 //!
 //! Two inputs are understood:
 //!

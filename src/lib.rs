@@ -32,6 +32,7 @@ pub mod gpu;
 pub mod import;
 #[cfg(feature = "inspect")]
 pub mod inspect;
+pub mod limits;
 pub mod memory;
 pub mod packet;
 pub mod processor;
