@@ -131,6 +131,21 @@ fn read(path: &Path) -> Result<Vec<u8>, Failure> {
     std::fs::read(path).map_err(|e| bad_input(format!("{}: {e}", path.display())))
 }
 
+/// A file's bytes in one shared allocation (walked in place, never copied).
+fn read_shared(path: &Path) -> Result<std::sync::Arc<[u8]>, Failure> {
+    use std::io::Read;
+    let fail = |e: std::io::Error| bad_input(format!("{}: {e}", path.display()));
+    let mut file = std::fs::File::open(path).map_err(fail)?;
+    let len = file.metadata().map_err(fail)?.len();
+    let len = usize::try_from(len).map_err(|_| bad_input(format!("{}: too large", path.display())))?;
+    let mut bytes: std::sync::Arc<[u8]> = std::iter::repeat_n(0u8, len).collect();
+    match std::sync::Arc::get_mut(&mut bytes) {
+        Some(buffer) => file.read_exact(buffer).map_err(fail)?,
+        None => return Err(bad_input(format!("{}: buffer not writable", path.display()))),
+    }
+    Ok(bytes)
+}
+
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     std::fs::write(path, bytes).map_err(|e| bad_input(format!("cannot write {}: {e}", path.display())))
 }
@@ -245,8 +260,8 @@ fn disasm_command(
             Disassembler::for_trace(&loaded, options)
         }
         (None, Some(path)) => {
-            raw_bytes = read(path)?;
-            Disassembler::for_raw(&raw_bytes, base, options).map_err(|e| bad_input(e.to_string()))?
+            raw_bytes = read_shared(path)?;
+            Disassembler::for_raw_shared(raw_bytes, base, options).map_err(|e| bad_input(e.to_string()))?
         }
         _ => return Err(bad_input("give a trace file or --raw FILE")),
     };

@@ -220,11 +220,23 @@ struct ReplayBackend {
     clock: u64,
     timeline: Option<Vec<TimelinePacket>>,
     programs: BTreeMap<u64, BoundProgram>,
+    /// The address last recorded per stage (graphics stages, then compute):
+    /// a draw that binds the same programs as the one before costs no lookup.
+    last_bound: [u64; 5],
 }
 
 impl ReplayBackend {
-    fn bind(&mut self, stage: ProgramStage, binding: &ProgramBinding) {
-        if binding.address != 0 && !self.programs.contains_key(&binding.address) {
+    fn bind(&mut self, slot: usize, stage: ProgramStage, binding: &ProgramBinding) {
+        if binding.address == 0 {
+            return;
+        }
+        if let Some(last) = self.last_bound.get_mut(slot) {
+            if *last == binding.address {
+                return;
+            }
+            *last = binding.address;
+        }
+        if !self.programs.contains_key(&binding.address) {
             self.programs.insert(
                 binding.address,
                 BoundProgram { address: binding.address, stage, container: binding.container.clone() },
@@ -249,15 +261,15 @@ impl Backend for ReplayBackend {
         }
     }
     fn draw(&mut self, d: &Draw<'_>) {
-        for (stage, binding) in ProgramStage::GRAPHICS.iter().zip(d.programs.iter()) {
-            self.bind(*stage, binding);
+        for (slot, (stage, binding)) in ProgramStage::GRAPHICS.iter().zip(d.programs.iter()).enumerate() {
+            self.bind(slot, *stage, binding);
         }
         if let Some(log) = &mut self.log {
             log.draw(d)
         }
     }
     fn dispatch(&mut self, d: &Dispatch<'_>) {
-        self.bind(ProgramStage::Cs, d.program);
+        self.bind(ProgramStage::GRAPHICS.len(), ProgramStage::Cs, d.program);
         if let Some(log) = &mut self.log {
             log.dispatch(d)
         }
@@ -341,7 +353,9 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> ReplayOutcome {
 /// events.
 pub fn replay_with_progress(trace: &Trace, options: &ReplayOptions, progress: &mut dyn FnMut(usize)) -> ReplayOutcome {
     let mut config = options.gpu.clone();
-    config.processor.report_packets = true;
+    // Only the timeline needs a backend call per packet; the summary's
+    // counts come from the processors' own counters.
+    config.processor.report_packets |= options.timeline;
     let backend = ReplayBackend {
         log: options.log.then(RecordingBackend::new),
         timeline: options.timeline.then(Vec::new),
