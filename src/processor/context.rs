@@ -137,12 +137,18 @@ impl Ctx<'_> {
     }
 }
 
+#[cold]
+#[inline(never)]
+fn outside_register_file(state: &ProcessorState, register: u32) {
+    tracing::warn!(queue = %state.queue, "register write to {register:#x} is outside the register file");
+}
+
 /// Stores a register value and applies the register's action.
 /// Indices past the register file are dropped (and logged).
 #[inline]
 pub(crate) fn write_register(state: &mut ProcessorState, register: u32, value: u32) {
     if !state.regs.set(register, value) {
-        tracing::warn!(queue = %state.queue, "register write to {register:#x} is outside the register file");
+        outside_register_file(state, register);
         return;
     }
     match tables::register_action(register) {

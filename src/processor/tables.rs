@@ -229,6 +229,48 @@ pub static SH_REGISTER_ACTIONS: [RegisterAction; space::SH_SIZE as usize] = sh_t
 /// Uconfig register (0xC000 + i) → action.
 pub static UCONFIG_REGISTER_ACTIONS: [RegisterAction; space::UCONFIG_SIZE as usize] = uconfig_table();
 
+/// [`RegisterMarks`] bit of a register whose action calls a handler.
+pub(crate) const CALLS_HANDLER: u32 = 1 << 31;
+
+/// A register table's actions as one word each: the [`state_group`] bits
+/// a write marks, or [`CALLS_HANDLER`]. A run of register writes ORs these
+/// words together instead of matching each action.
+type RegisterMarks<const N: usize> = [u32; N];
+
+const fn marks_of<const N: usize>(actions: &[RegisterAction; N]) -> RegisterMarks<N> {
+    let mut marks = [0u32; N];
+    let mut i = 0;
+    while i < N {
+        marks[i] = match actions[i] {
+            RegisterAction::None => 0,
+            RegisterAction::Mark(groups) => groups & !CALLS_HANDLER,
+            RegisterAction::Call(_) => CALLS_HANDLER,
+        };
+        i += 1;
+    }
+    marks
+}
+
+static CONTEXT_REGISTER_MARKS: RegisterMarks<{ space::CONTEXT_SIZE as usize }> = marks_of(&context_table());
+static SH_REGISTER_MARKS: RegisterMarks<{ space::SH_SIZE as usize }> = marks_of(&sh_table());
+static UCONFIG_REGISTER_MARKS: RegisterMarks<{ space::UCONFIG_SIZE as usize }> = marks_of(&uconfig_table());
+
+/// The OR of the action words (see [`CALLS_HANDLER`]) of `count`
+/// consecutive registers from `first` (absolute), clamped to the space
+/// `first` is in; 0 outside the three tables.
+#[inline]
+pub(crate) fn register_run_marks(first: u32, count: usize) -> u32 {
+    let (table, base): (&'static [u32], u32) = match first {
+        0x2C00..=0x2FFF => (&SH_REGISTER_MARKS, space::SH),
+        0xA000..=0xA3FF => (&CONTEXT_REGISTER_MARKS, space::CONTEXT),
+        0xC000..=0xFFFF => (&UCONFIG_REGISTER_MARKS, space::UCONFIG),
+        _ => return 0,
+    };
+    let start = (first - base) as usize;
+    let end = start.saturating_add(count).min(table.len());
+    table.get(start..end).unwrap_or(&[]).iter().fold(0, |marks, m| marks | m)
+}
+
 /// The actions of `count` consecutive registers from `first` (absolute),
 /// clamped to the space `first` is in; empty outside the three tables.
 #[inline]

@@ -78,6 +78,12 @@ impl PrefetchWindow {
         start.saturating_add(need as usize) <= self.len
     }
 
+    /// The dword at `start` (as returned by `ensure`).
+    #[inline]
+    pub(crate) fn word(&self, start: usize) -> u32 {
+        self.words.get(start).copied().unwrap_or(0)
+    }
+
     /// The dwords `ensure` made available.
     #[inline]
     pub(crate) fn slice(&self, start: usize, need: u32) -> &[u32] {

@@ -73,6 +73,19 @@ impl RegisterFile {
 
     #[inline]
     fn page_mut(&mut self, page: usize) -> Option<&mut [u32; REGISTER_PAGE]> {
+        if !matches!(self.pages.get(page), Some(Some(_))) {
+            return self.first_page_use(page);
+        }
+        match self.pages.get_mut(page) {
+            Some(Some(p)) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// A page's first write: the page table and the page are allocated.
+    #[cold]
+    #[inline(never)]
+    fn first_page_use(&mut self, page: usize) -> Option<&mut [u32; REGISTER_PAGE]> {
         if page >= PAGES {
             return None;
         }

@@ -43,22 +43,14 @@ pub(crate) fn write_run(state: &mut ProcessorState, base: u32, size: u32, offset
         values
     };
     let first = base + offset;
-    let actions = tables::register_actions(first, values.len());
-    let mut marks = 0;
-    let mut calls = false;
-    for action in actions {
-        match action {
-            tables::RegisterAction::None => {}
-            tables::RegisterAction::Mark(groups) => marks |= groups,
-            tables::RegisterAction::Call(_) => calls = true,
-        }
-    }
+    let marks = tables::register_run_marks(first, values.len());
     let mut done = 0usize;
     while let Some(rest) = values.get(done..).filter(|r| !r.is_empty()) {
         let slots = state.regs.range_mut(first + done as u32, rest.len() as u32);
         let n = slots.len();
         match rest.get(..n) {
             Some(chunk) if n > 0 => {
+                // Runs are a few registers long: a loop beats a memcpy call.
                 for (slot, value) in slots.iter_mut().zip(chunk) {
                     *slot = *value;
                 }
@@ -67,12 +59,20 @@ pub(crate) fn write_run(state: &mut ProcessorState, base: u32, size: u32, offset
         }
         done += n;
     }
-    state.dirty |= marks;
-    if calls {
-        for (i, (action, value)) in actions.iter().zip(values).enumerate() {
-            if let tables::RegisterAction::Call(handler) = action {
-                handler(state, first + i as u32, *value);
-            }
+    state.dirty |= marks & !tables::CALLS_HANDLER;
+    if marks & tables::CALLS_HANDLER != 0 {
+        run_handlers(state, first, values);
+    }
+}
+
+/// The register handlers of a run, in register order, after every value of
+/// the run is stored.
+#[cold]
+fn run_handlers(state: &mut ProcessorState, first: u32, values: &[u32]) {
+    let actions = tables::register_actions(first, values.len());
+    for (i, (action, value)) in actions.iter().zip(values).enumerate() {
+        if let tables::RegisterAction::Call(handler) = action {
+            handler(state, first + i as u32, *value);
         }
     }
 }
@@ -212,9 +212,10 @@ pub(crate) fn clear_state(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4
         pop_context(ctx.state);
     }
     if cmd == 0 || cmd == 3 {
-        for i in 0..space::CONTEXT_SIZE {
-            write_register(ctx.state, space::CONTEXT + i, 0);
-        }
+        // One run over the space: the same stores and actions as writing
+        // each register in turn.
+        static ZEROS: [u32; space::CONTEXT_SIZE as usize] = [0; space::CONTEXT_SIZE as usize];
+        write_run(ctx.state, space::CONTEXT, space::CONTEXT_SIZE, 0, &ZEROS);
     }
     Ok(Flow::Continue)
 }
