@@ -37,7 +37,7 @@ struct Setup {
 
 impl Setup {
     fn new() -> Self {
-        let mut memory = SparseMemory::new();
+        let memory = SparseMemory::new();
         memory.map_zeroed(CMD, 0x10_0000).unwrap();
         memory.map_zeroed(DATA, 0x1_0000).unwrap();
         Self { memory, next: CMD }

@@ -68,7 +68,7 @@ fn header_walk(words: &[u32]) -> u64 {
 }
 
 fn run_stream(words: &[u32]) -> (SparseMemory, u32) {
-    let mut memory = SparseMemory::new();
+    let memory = SparseMemory::new();
     memory.map_dwords(0x10_0000, words).unwrap();
     memory.map_zeroed(0x20_0000, 0x10_0000).unwrap();
     (memory, words.len() as u32)
@@ -241,7 +241,7 @@ fn bench_real_traces(c: &mut Criterion) {
 fn bench_compute_queues(c: &mut Criterion) {
     use pm4core::gpu::{Gpu, GpuConfig};
     const LABELS: u64 = 0x20_0000;
-    let mut memory = SparseMemory::new();
+    let memory = SparseMemory::new();
     memory.map_zeroed(LABELS, 0x1000).unwrap();
     let mut buffers = Vec::new();
     let mut total_dw = 0u64;

@@ -173,6 +173,25 @@ pub enum CacheAction {
     Release { cache_control: u32 },
 }
 
+/// Fields as the event log prints them: `acquire_mem base=0x0 size=all
+/// coher_cntl=0x0 gcr_cntl=0x4000`.
+impl std::fmt::Display for CacheAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let size = |size: u64| if size == u64::MAX { "all".to_string() } else { format!("{size:#x}") };
+        match *self {
+            CacheAction::AcquireMem { base, size: n, coher_cntl, gcr_cntl } => write!(
+                f,
+                "acquire_mem base={base:#x} size={} coher_cntl={coher_cntl:#x} gcr_cntl={gcr_cntl:#x}",
+                size(n)
+            ),
+            CacheAction::SurfaceSync { base, size: n, coher_cntl } => {
+                write!(f, "surface_sync base={base:#x} size={} coher_cntl={coher_cntl:#x}", size(n))
+            }
+            CacheAction::Release { cache_control } => write!(f, "release cache_control={cache_control:#x}"),
+        }
+    }
+}
+
 /// A non-sampling event (EVENT_WRITE of a flush/control event).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Event {
@@ -192,6 +211,17 @@ pub enum SampleKind {
     PipelineStats,
     /// SAMPLE_STREAMOUTSTATS(n): {storage needed, written}, bit 63 valid.
     StreamoutStats(u32),
+}
+
+/// `zpass_done`, `pipeline_stats`, `streamout_stats stream=N`.
+impl std::fmt::Display for SampleKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SampleKind::ZpassDone => f.write_str("zpass_done"),
+            SampleKind::PipelineStats => f.write_str("pipeline_stats"),
+            SampleKind::StreamoutStats(n) => write!(f, "streamout_stats stream={n}"),
+        }
+    }
 }
 
 /// A fence: a release that retired (data written and/or interrupt raised).
@@ -236,6 +266,21 @@ pub enum Marker<'a> {
     Hint(u32),
 }
 
+/// `push "name"`, `pop`, `set "name"`, `trace_point 0x42`, `comment "text"`,
+/// `hint 0xd` (text quoted with escapes).
+impl std::fmt::Display for Marker<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Marker::Push(t) => write!(f, "push \"{}\"", t.escape_debug()),
+            Marker::Pop => f.write_str("pop"),
+            Marker::Set(t) => write!(f, "set \"{}\"", t.escape_debug()),
+            Marker::TracePoint(id) => write!(f, "trace_point {id:#x}"),
+            Marker::Comment(t) => write!(f, "comment \"{}\"", t.escape_debug()),
+            Marker::Hint(id) => write!(f, "hint {id:#x}"),
+        }
+    }
+}
+
 /// A packet the processor does not know, reported with its surroundings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
@@ -276,6 +321,11 @@ pub trait Backend {
     fn host_command(&mut self, queue: QueueId, code: u32, payload: &[u32]) {}
     fn not_emulated(&mut self, packet: &NotEmulated) {}
     fn unknown_packet(&mut self, report: &UnknownPacket) {}
+    /// An indirect buffer whose memory is not mapped, skipped because
+    /// [`crate::processor::ProcessorConfig::skip_unmapped_ibs`] is on:
+    /// `location` is the INDIRECT_BUFFER packet, `address`/`size_dw` the
+    /// buffer it names.
+    fn skipped_indirect_buffer(&mut self, queue: QueueId, location: &PacketLocation, address: u64, size_dw: u32) {}
 
     /// The GPU clock for timestamps; `None` lets the processor use its own
     /// deterministic counter.
@@ -293,7 +343,7 @@ pub trait Backend {
         kind: SampleKind,
         address: u64,
         render_backends: u32,
-        memory: &mut dyn GuestMemory,
+        memory: &dyn GuestMemory,
     ) -> Result<(), MemoryError> {
         write_default_sample(kind, address, render_backends, memory)
     }
@@ -304,7 +354,7 @@ pub fn write_default_sample(
     kind: SampleKind,
     address: u64,
     render_backends: u32,
-    memory: &mut dyn GuestMemory,
+    memory: &dyn GuestMemory,
 ) -> Result<(), MemoryError> {
     const VALID: u64 = 1 << 63;
     match kind {
@@ -374,7 +424,7 @@ fn program_summary(programs: &[ProgramBinding; 4]) -> String {
         if p.address != 0 {
             let _ = write!(s, " {}={:#x}", stage.name(), p.address);
             if let Some(c) = &p.container {
-                let _ = write!(s, "[{:?}]", c.shader_type());
+                let _ = write!(s, "[{}]", c.shader_type().name());
             }
         }
     }
@@ -420,7 +470,7 @@ impl Backend for RecordingBackend {
         if d.program.address != 0 {
             let _ = write!(line, " cs={:#x}", d.program.address);
             if let Some(c) = &d.program.container {
-                let _ = write!(line, "[{:?}]", c.shader_type());
+                let _ = write!(line, "[{}]", c.shader_type().name());
             }
         }
         self.lines.push(line);
@@ -431,7 +481,7 @@ impl Backend for RecordingBackend {
     }
 
     fn cache_action(&mut self, queue: QueueId, action: &CacheAction) {
-        self.lines.push(format!("{queue} cache {action:?}"));
+        self.lines.push(format!("{queue} cache {action}"));
     }
 
     fn fence(&mut self, f: &Fence) {
@@ -451,11 +501,18 @@ impl Backend for RecordingBackend {
     }
 
     fn marker(&mut self, queue: QueueId, m: &Marker<'_>) {
-        self.lines.push(format!("{queue} marker {m:?}"));
+        self.lines.push(format!("{queue} marker {m}"));
     }
 
     fn host_command(&mut self, queue: QueueId, code: u32, payload: &[u32]) {
-        self.lines.push(format!("{queue} host_command {code:#x} payload={payload:x?}"));
+        let mut line = format!("{queue} host_command code={code:#x} payload=");
+        if payload.is_empty() {
+            line.push_str("none");
+        }
+        for (i, w) in payload.iter().enumerate() {
+            let _ = write!(line, "{}{w:#x}", if i == 0 { "" } else { "," });
+        }
+        self.lines.push(line);
     }
 
     fn not_emulated(&mut self, p: &NotEmulated) {
@@ -468,14 +525,19 @@ impl Backend for RecordingBackend {
         kind: SampleKind,
         address: u64,
         render_backends: u32,
-        memory: &mut dyn GuestMemory,
+        memory: &dyn GuestMemory,
     ) -> Result<(), MemoryError> {
-        self.lines.push(format!("{queue} sample {kind:?} at {address:#x}"));
+        self.lines.push(format!("{queue} sample {kind} at {address:#x}"));
         write_default_sample(kind, address, render_backends, memory)
     }
 
     fn unknown_packet(&mut self, r: &UnknownPacket) {
         self.lines.push(format!("{} unknown_packet header={:#010x} at {:#x}", QueueId(r.queue), r.header, r.address));
         self.unknown.push(r.clone());
+    }
+
+    fn skipped_indirect_buffer(&mut self, queue: QueueId, location: &PacketLocation, address: u64, size_dw: u32) {
+        self.lines
+            .push(format!("{queue} skipped_ib addr={address:#x} size_dw={size_dw} packet={:#x}", location.address()));
     }
 }

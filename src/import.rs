@@ -704,7 +704,7 @@ pub fn import_raw(bytes: &[u8], address: u64, queue: u32, options: &ImportOption
     if !region_fits(address, len) {
         return Err(ImportError::BadAddress { address, len });
     }
-    let what = format!("{size_dw} dwords at {address:#x} on queue {queue}");
+    let what = format!("{} at {address:#x} on queue {queue}", crate::counted(u64::from(size_dw), "dword", "dwords"));
     let description = match options.source_text() {
         Some(source) => format!("raw dwords from {source}: {what}"),
         None => format!("raw dwords: {what}"),
@@ -758,7 +758,12 @@ pub fn import_kycap(bytes: &[u8], options: &ImportOptions) -> Result<Vec<u8>, Im
         return Err(ImportError::BadAddress { address: options.base_address, len: 0 });
     }
     let submissions = capture.events.iter().filter(|e| !e.event.is_marker()).count();
-    let what = format!("{} events ({submissions} submissions), {} dwords", capture.events.len(), capture.total_dwords);
+    let what = format!(
+        "{} ({}), {}",
+        crate::counted(capture.events.len() as u64, "event", "events"),
+        crate::counted(submissions as u64, "submission", "submissions"),
+        crate::counted(capture.total_dwords, "dword", "dwords")
+    );
     let version = format!("{}.{}", capture.major, capture.minor);
     let description = match options.source_text() {
         Some(source) => format!("KYCAP {version} capture {source}: {what}"),

@@ -3,6 +3,7 @@
 //! containers. (Shader binaries themselves are described by
 //! [`crate::shader::inspect`].)
 
+use crate::counted;
 use std::fmt;
 
 use crate::import::{kycap_queue, KycapCapture};
@@ -56,9 +57,15 @@ fn detail(event: &TraceEvent) -> String {
     match event {
         TraceEvent::MemRegion { address, data, .. } => format!("{address:#x}..{:#x}", address + data.len()),
         TraceEvent::ZeroRegion { address, len, .. } => format!("{address:#x}..{:#x} (zero)", address + len),
-        TraceEvent::HostWrite { address, data, .. } => format!("{} bytes at {address:#x}", data.len()),
+        TraceEvent::HostWrite { address, data, .. } => {
+            format!("{} at {address:#x}", counted(data.len(), "byte", "bytes"))
+        }
         TraceEvent::Submit { queue, address, size_dw, .. } => {
-            format!("{} dwords at {address:#x} on {}", size_dw, crate::backend::QueueId(*queue))
+            format!(
+                "{} at {address:#x} on {}",
+                counted(u64::from(*size_dw), "dword", "dwords"),
+                crate::backend::QueueId(*queue)
+            )
         }
         TraceEvent::Shader { header_address, code_address, relocated, .. } => {
             format!("header {header_address:#x}, code {code_address:#x}{}", if *relocated { ", relocated" } else { "" })
@@ -141,14 +148,23 @@ pub fn inspect_trace(trace: &Trace) -> TraceReport {
 
 impl fmt::Display for TraceReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "{}, {} bytes, {} chunks", self.kind, self.file_size, self.chunks.len())?;
+        writeln!(
+            f,
+            "{}, {}, {}",
+            self.kind,
+            counted(self.file_size, "byte", "bytes"),
+            counted(self.chunks.len() as u64, "chunk", "chunks")
+        )?;
         for (k, v) in &self.info {
             writeln!(f, "  {k} = {v}")?;
         }
         writeln!(
             f,
-            "{} regions ({} bytes mapped), {} submissions, {} host writes",
-            self.regions, self.mapped_bytes, self.submissions, self.host_writes
+            "{} ({} mapped), {}, {}",
+            counted(self.regions, "region", "regions"),
+            counted(self.mapped_bytes, "byte", "bytes"),
+            counted(self.submissions, "submission", "submissions"),
+            counted(self.host_writes, "host write", "host writes")
         )?;
         writeln!(f, "chunks:")?;
         for c in &self.chunks {
@@ -229,11 +245,20 @@ impl KycapReport {
 
 impl fmt::Display for KycapReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "{} v{}, {} records, {} dwords", self.kind, self.version, self.records.len(), self.total_dwords)?;
+        writeln!(
+            f,
+            "{} v{}, {}, {}",
+            self.kind,
+            self.version,
+            counted(self.records.len() as u64, "record", "records"),
+            counted(self.total_dwords, "dword", "dwords")
+        )?;
         for r in &self.records {
             write!(f, "  #{:<4} @{:#08x} seq {:<5} {:<16}", r.index, r.offset, r.sequence, r.kind)?;
             match r.queue {
-                Some(q) => writeln!(f, " queue {:<8} {} dwords", crate::backend::QueueId(q), r.dwords)?,
+                Some(q) => {
+                    writeln!(f, " queue {:<8} {}", crate::backend::QueueId(q), counted(r.dwords, "dword", "dwords"))?
+                }
                 None => writeln!(f)?,
             }
         }

@@ -16,6 +16,7 @@
 #[allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 pub mod asm;
 pub mod backend;
+pub mod diagnostics;
 pub mod disasm;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -30,3 +31,8 @@ pub mod regs;
 pub mod replay;
 pub mod shader;
 pub mod trace;
+
+/// `n` and a noun in the right number: `1 submission`, `3 submissions`.
+pub(crate) fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}

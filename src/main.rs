@@ -2,17 +2,21 @@
 //! streams with pm4core.
 //!
 //! Exit status: 0 done, 1 the replay met an error (named on stderr and in
-//! the summary), 2 bad input file or arguments (the fault named).
+//! the summary), 2 bad input file or arguments (the fault named). Output
+//! cut short by its reader (`pm4 disasm … | head`) ends quietly with 0.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use pm4core::backend::QueueId;
+use pm4core::diagnostics::state::{self, StopAt};
+use pm4core::diagnostics::stats;
 use pm4core::disasm::{DisasmOptions, Disassembler};
 use pm4core::regs::db::GpuFamily;
 use pm4core::replay::{self, MemoryQuery, RegisterQuery, ReplayOptions};
-use pm4core::trace::Trace;
+use pm4core::trace::{Trace, TraceEvent};
 
 /// The bundled trace `pm4 replay` runs when given no file.
 const DEFAULT_TRACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/radv-frame.pm4t");
@@ -30,21 +34,59 @@ enum Command {
     Replay {
         /// Trace file (default: the bundled radv-frame capture).
         trace: Option<PathBuf>,
-        /// Write the deterministic event log here.
+        /// Write the deterministic event log here: one line per effect, numbered
+        /// with the queue's packet (`gfx #12 draw …`, as `state --at '#12'` takes it).
         #[arg(long)]
         log: Option<PathBuf>,
         /// Print the summary as JSON on stdout.
         #[arg(long)]
         json: bool,
-        /// Report the final bytes of ADDR:LEN (repeatable).
+        /// Report the final bytes of ADDR:LEN, a range of the trace's memory (repeatable).
         #[arg(long = "mem", value_name = "ADDR:LEN")]
         mem: Vec<String>,
         /// Report the final value of a register: NAME or NAME@QUEUE (repeatable).
         #[arg(long = "reg", value_name = "NAME")]
         reg: Vec<String>,
-        /// Write a Chrome/Perfetto trace-event timeline of packets per queue.
+        /// Write a Chrome/Perfetto trace-event timeline: packets per queue, each wait
+        /// a span with an arrow from the packet that released it (clock: packet counter).
         #[arg(long, value_name = "FILE")]
         timeline: Option<PathBuf>,
+        /// Write DWORD at ADDR before the first submission (repeatable): a what-if replay.
+        #[arg(long = "patch", value_name = "ADDR=DWORD", value_parser = parse_patch)]
+        patch: Vec<(u64, u32)>,
+        /// Skip (and report) indirect buffers whose memory is not in the trace,
+        /// instead of stopping the submission.
+        #[arg(long)]
+        skip_unmapped_ibs: bool,
+    },
+    /// Print a queue's registers before a packet, each with the packet that last wrote it.
+    State {
+        /// Trace file.
+        trace: PathBuf,
+        /// Stop before the first execution of the packet at ADDR, or before the
+        /// queue's packet #N (0-based, every packet decoded counts; quote it in a
+        /// shell: '#N').
+        #[arg(long, value_name = "ADDR|#N", value_parser = StopAt::parse)]
+        at: StopAt,
+        /// The queue to stop: gfx, compP.Q or 0..=56 (default: the queue that
+        /// runs the packet at ADDR; gfx for #N).
+        #[arg(long, value_name = "QUEUE", value_parser = parse_queue)]
+        queue: Option<QueueId>,
+        /// Print what changed between --at and this second point instead.
+        #[arg(long, value_name = "ADDR|#N", value_parser = StopAt::parse)]
+        diff: Option<StopAt>,
+        /// Print JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Per-queue stream statistics: packets by opcode, NOP dwords, redundant
+    /// register writes, context rolls, draws, dispatches.
+    Stats {
+        /// Trace file.
+        trace: PathBuf,
+        /// Print JSON on stdout.
+        #[arg(long)]
+        json: bool,
     },
     /// Disassemble a trace (every submission, IBs followed) or a raw dword file.
     Disasm {
@@ -77,7 +119,9 @@ enum Command {
     /// Say what a file is and show its structure (trace, shader container,
     /// PS4 shader, DVLB, KYCAP capture).
     Inspect {
+        /// The file to describe.
         file: PathBuf,
+        /// Print {"format": NAME, "report": {...}} on stdout.
         #[arg(long)]
         json: bool,
     },
@@ -92,7 +136,9 @@ enum Command {
 enum ImportFormat {
     /// A raw file of little-endian dwords, submitted as one command buffer.
     Raw {
+        /// The dword file.
         file: PathBuf,
+        /// Output trace.
         #[arg(short, long)]
         output: PathBuf,
         /// Where the buffer is placed (default: far from guest addresses).
@@ -107,7 +153,9 @@ enum ImportFormat {
     },
     /// A KYCAP command-only capture.
     Kycap {
+        /// The capture.
         file: PathBuf,
+        /// Output trace.
         #[arg(short, long)]
         output: PathBuf,
     },
@@ -115,6 +163,23 @@ enum ImportFormat {
 
 fn parse_u64(s: &str) -> Result<u64, String> {
     replay::parse_number(s).ok_or_else(|| format!("'{s}' is not a number"))
+}
+
+fn parse_queue(s: &str) -> Result<QueueId, String> {
+    replay::parse_queue(s).ok_or_else(|| format!("'{s}' is not a queue (gfx, compP.Q or 0..=56)"))
+}
+
+/// `ADDR=DWORD`, each decimal or 0x-hex; the address dword-aligned.
+fn parse_patch(s: &str) -> Result<(u64, u32), String> {
+    let (a, v) = s.split_once('=').ok_or_else(|| format!("'{s}' is not ADDR=DWORD"))?;
+    let address = replay::parse_number(a).ok_or_else(|| format!("bad address '{a}' in '{s}'"))?;
+    let value = replay::parse_number(v)
+        .and_then(|v| u32::try_from(v).ok())
+        .ok_or_else(|| format!("bad dword '{v}' in '{s}' (a number below 2^32)"))?;
+    if address % 4 != 0 {
+        return Err(format!("address {address:#x} in '{s}' is not dword-aligned"));
+    }
+    Ok((address, value))
 }
 
 /// A failure and its exit status.
@@ -125,6 +190,49 @@ struct Failure {
 
 fn bad_input(message: impl Into<String>) -> Failure {
     Failure { code: 2, message: message.into() }
+}
+
+/// A write to stdout failed: a reader that closed the pipe (`| head`) ends
+/// the command quietly; anything else is named.
+fn output_failure(e: std::io::Error) -> Failure {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        Failure { code: 0, message: String::new() }
+    } else {
+        bad_input(format!("writing output: {e}"))
+    }
+}
+
+/// Writes `text` to stdout.
+fn print(text: &str) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(output_failure)
+}
+
+/// Pretty JSON of `value` and a newline.
+fn json_text(value: &impl serde::Serialize) -> Result<String, Failure> {
+    let mut text = serde_json::to_string_pretty(value).map_err(|e| bad_input(e.to_string()))?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// The byte ranges the trace maps.
+fn trace_regions(trace: &Trace) -> Vec<(u64, u64)> {
+    trace
+        .events()
+        .iter()
+        .filter_map(|e| match e {
+            TraceEvent::MemRegion { address, data, .. } => Some((*address, data.len())),
+            TraceEvent::ZeroRegion { address, len, .. } => Some((*address, *len)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// True when `[address, address + len)` lies inside one region of the trace.
+fn in_trace_memory(regions: &[(u64, u64)], address: u64, len: u64) -> bool {
+    regions.iter().any(|&(start, size)| {
+        address >= start && address.checked_add(len).is_some_and(|end| end <= start.saturating_add(size))
+    })
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, Failure> {
@@ -157,12 +265,19 @@ fn load_trace(path: &Path) -> Result<Trace, Failure> {
 fn main() -> ExitCode {
     let filter = tracing_subscriber::EnvFilter::try_from_env("PM4_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    // Colour codes only for a terminal, never into a file or a pipe.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .try_init();
     let cli = Cli::parse();
     match run(cli.command) {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
-            eprintln!("pm4: {}", f.message);
+            if !f.message.is_empty() {
+                eprintln!("pm4: {}", f.message);
+            }
             ExitCode::from(f.code)
         }
     }
@@ -170,8 +285,19 @@ fn main() -> ExitCode {
 
 fn run(command: Command) -> Result<u8, Failure> {
     match command {
-        Command::Replay { trace, log, json, mem, reg, timeline } => {
-            replay_command(trace.as_deref(), log.as_deref(), json, &mem, &reg, timeline.as_deref())
+        Command::Replay { trace, log, json, mem, reg, timeline, patch, skip_unmapped_ibs } => {
+            let args = ReplayArgs { log: log.as_deref(), json, mem: &mem, reg: &reg, timeline: timeline.as_deref() };
+            replay_command(trace.as_deref(), &args, patch, skip_unmapped_ibs)
+        }
+        Command::State { trace, at, queue, diff, json } => state_command(&trace, at, queue, diff, json),
+        Command::Stats { trace, json } => {
+            let trace = load_trace(&trace)?;
+            let stats = stats::stream_stats(&trace, &ReplayOptions::default());
+            print(&if json { json_text(&stats)? } else { stats.to_string() })?;
+            for e in &stats.errors {
+                eprintln!("pm4: replay error ({}): {}", e.kind, e.message);
+            }
+            Ok(if stats.errors.is_empty() { 0 } else { 1 })
         }
         Command::Disasm { trace, raw, base, gpu, json, source } => {
             disasm_command(trace.as_deref(), raw.as_deref(), base, gpu, json, source)
@@ -188,36 +314,65 @@ fn run(command: Command) -> Result<u8, Failure> {
     }
 }
 
+/// The reporting options of `pm4 replay`.
+struct ReplayArgs<'a> {
+    log: Option<&'a Path>,
+    json: bool,
+    mem: &'a [String],
+    reg: &'a [String],
+    timeline: Option<&'a Path>,
+}
+
 fn replay_command(
     trace: Option<&Path>,
-    log: Option<&Path>,
-    json: bool,
-    mem: &[String],
-    reg: &[String],
-    timeline: Option<&Path>,
+    args: &ReplayArgs<'_>,
+    patches: Vec<(u64, u32)>,
+    skip_unmapped_ibs: bool,
 ) -> Result<u8, Failure> {
+    let ReplayArgs { log, json, mem, reg, timeline } = *args;
     let path = trace.unwrap_or(Path::new(DEFAULT_TRACE));
     let trace = load_trace(path)?;
     let family = trace.gpu().and_then(|g| g.parse::<GpuFamily>().ok()).unwrap_or(GpuFamily::Gfx103);
     let mut options = ReplayOptions { log: log.is_some(), timeline: timeline.is_some(), ..Default::default() };
+    options.gpu.processor.skip_unmapped_ibs = skip_unmapped_ibs;
+    let regions = trace_regions(&trace);
     for m in mem {
-        options.memory.push(MemoryQuery::parse(m).map_err(bad_input)?);
+        let query = MemoryQuery::parse(m).map_err(|e| bad_input(format!("--mem {e}")))?;
+        if !in_trace_memory(&regions, query.address, query.len) {
+            return Err(bad_input(format!("--mem {m}: the range is not inside one memory region of the trace")));
+        }
+        options.memory.push(query);
     }
     for r in reg {
-        options.registers.push(RegisterQuery::parse(r, family).map_err(bad_input)?);
+        options.registers.push(RegisterQuery::parse(r, family).map_err(|e| bad_input(format!("--reg {e}")))?);
     }
+    for &(address, value) in &patches {
+        if !in_trace_memory(&regions, address, 4) {
+            return Err(bad_input(format!(
+                "--patch {address:#x}={value:#x}: the address is not inside a memory region of the trace"
+            )));
+        }
+    }
+    options.patches = patches;
     let stderr = std::io::stderr();
     let show_progress = stderr.is_terminal() && !json;
     let total = trace.events().len();
-    let mut last = 0usize;
+    let mut shown: Option<std::time::Instant> = None;
+    // Counts every chunk (redrawn at most every 50 ms) and clears itself at the end.
     let mut progress = |done: usize| {
-        if show_progress && (done == total || done >= last + 256) {
-            last = done;
-            let mut e = stderr.lock();
-            let _ = write!(e, "\rreplaying {}: chunk {done}/{total}", path.display());
-            if done == total {
-                let _ = writeln!(e);
+        if !show_progress {
+            return;
+        }
+        let mut e = stderr.lock();
+        if done == total {
+            if shown.is_some() {
+                let _ = write!(e, "\r\x1b[2K");
+                let _ = e.flush();
             }
+        } else if shown.is_none_or(|at| at.elapsed() >= std::time::Duration::from_millis(50)) {
+            shown = Some(std::time::Instant::now());
+            let _ = write!(e, "\r\x1b[2Kreplaying {}: chunk {}/{total}", path.display(), done + 1);
+            let _ = e.flush();
         }
     };
     let outcome = replay::replay_with_progress(&trace, &options, &mut progress);
@@ -231,17 +386,41 @@ fn replay_command(
     if let (Some(path), Some(t)) = (timeline, &outcome.timeline) {
         write_file(path, t.as_bytes())?;
     }
-    let mut out = std::io::stdout().lock();
-    if json {
-        let text = serde_json::to_string_pretty(&outcome.summary).map_err(|e| bad_input(e.to_string()))?;
-        let _ = writeln!(out, "{text}");
-    } else {
-        let _ = write!(out, "{}", replay::format_summary(&outcome.summary));
-    }
+    print(&if json { json_text(&outcome.summary)? } else { replay::format_summary(&outcome.summary) })?;
     for e in &outcome.summary.errors {
         eprintln!("pm4: replay error ({}): {}", e.kind, e.message);
     }
     Ok(if outcome.succeeded() { 0 } else { 1 })
+}
+
+fn state_command(
+    path: &Path,
+    at: StopAt,
+    queue: Option<QueueId>,
+    diff: Option<StopAt>,
+    json: bool,
+) -> Result<u8, Failure> {
+    let trace = load_trace(path)?;
+    let options = ReplayOptions::default();
+    let first = state::state_at(&trace, &options, queue, at).map_err(|e| bad_input(format!("--at {at}: {e}")))?;
+    let text = match diff {
+        None if json => json_text(&first)?,
+        None => first.to_string(),
+        Some(second) => {
+            // The second point on the first point's queue unless one was named.
+            let queue = queue.or_else(|| replay::parse_queue(&first.queue));
+            let other = state::state_at(&trace, &options, queue, second)
+                .map_err(|e| bad_input(format!("--diff {second}: {e}")))?;
+            let d = state::diff(&first, &other);
+            if json {
+                json_text(&d)?
+            } else {
+                d.to_string()
+            }
+        }
+    };
+    print(&text)?;
+    Ok(0)
 }
 
 fn disasm_command(
@@ -266,7 +445,7 @@ fn disasm_command(
         _ => return Err(bad_input("give a trace file or --raw FILE")),
     };
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let io = |e: std::io::Error| bad_input(format!("writing output: {e}"));
+    let io = output_failure;
     if json {
         let text = disassembler.listing().to_json().map_err(|e| bad_input(e.to_string()))?;
         writeln!(out, "{text}").map_err(io)?;
@@ -281,41 +460,81 @@ fn disasm_command(
 }
 
 fn inspect_command(file: &Path, json: bool) -> Result<u8, Failure> {
+    use pm4core::shader::inspect::Inspection;
     let bytes = read(file)?;
-    let mut out = std::io::stdout().lock();
+    // One JSON shape for every kind of file: {"format": NAME, "report": {...}}.
+    let show = |format: &str, report: &dyn erased::Report| -> Result<u8, Failure> {
+        if json {
+            let value = serde_json::json!({ "format": format, "report": report.json()? });
+            print(&json_text(&value)?)?;
+        } else {
+            print(&report.text())?;
+        }
+        Ok(0)
+    };
     match pm4core::import::detect(&bytes) {
         pm4core::import::ImportFormat::Trace => {
             let trace = load_trace(file)?;
-            let report = pm4core::inspect::inspect_trace(&trace);
-            if json {
-                let text = serde_json::to_string_pretty(&report).map_err(|e| bad_input(e.to_string()))?;
-                let _ = writeln!(out, "{text}");
-            } else {
-                let _ = write!(out, "{report}");
-            }
+            show("trace", &pm4core::inspect::inspect_trace(&trace))
         }
         pm4core::import::ImportFormat::Kycap => {
             let capture = pm4core::import::parse_kycap(&bytes, &Default::default())
                 .map_err(|e| bad_input(format!("{}: {e}", file.display())))?;
-            let report = pm4core::inspect::KycapReport::new(&capture);
-            if json {
-                let text = serde_json::to_string_pretty(&report).map_err(|e| bad_input(e.to_string()))?;
-                let _ = writeln!(out, "{text}");
-            } else {
-                let _ = write!(out, "{report}");
-            }
+            show("kycap", &pm4core::inspect::KycapReport::new(&capture))
         }
         _ => {
-            let report = pm4core::shader::inspect::inspect(&bytes);
-            if json {
-                let text = serde_json::to_string_pretty(&report).map_err(|e| bad_input(e.to_string()))?;
-                let _ = writeln!(out, "{text}");
-            } else {
-                let _ = writeln!(out, "{report}");
+            let inspection = pm4core::shader::inspect::inspect(&bytes);
+            let text = inspection.to_string();
+            match &inspection {
+                Inspection::Malformed { format, error } => {
+                    Err(bad_input(format!("{}: malformed {}: {error}", file.display(), format.name())))
+                }
+                Inspection::Unknown { len, head } => {
+                    Err(bad_input(format!("{}: not a format pm4 knows ({len} bytes, starting {head})", file.display())))
+                }
+                Inspection::AgcHeader(r) => show("agc_header", &erased::Shown(&**r, text)),
+                Inspection::AgcElf(r) => show("agc_elf", &erased::Shown(&**r, text)),
+                Inspection::GnmShaderFile(r) => show("gnm_shader_file", &erased::Shown(&**r, text)),
+                Inspection::GnmCode(r) => show("gnm_code", &erased::Shown(&**r, text)),
+                Inspection::Dvlb(r) => show("dvlb", &erased::Shown(&**r, text)),
             }
         }
     }
-    Ok(0)
+}
+
+/// What `pm4 inspect` prints of a report: its JSON value and its text.
+mod erased {
+    use super::{bad_input, Failure};
+
+    pub trait Report {
+        fn json(&self) -> Result<serde_json::Value, Failure>;
+        fn text(&self) -> String;
+    }
+
+    impl<T: serde::Serialize + std::fmt::Display> Report for T {
+        fn json(&self) -> Result<serde_json::Value, Failure> {
+            serde_json::to_value(self).map_err(|e| bad_input(e.to_string()))
+        }
+        fn text(&self) -> String {
+            self.to_string()
+        }
+    }
+
+    /// A report whose text comes from elsewhere.
+    pub struct Shown<'a, T>(pub &'a T, pub String);
+
+    impl<T: serde::Serialize> Report for Shown<'_, T> {
+        fn json(&self) -> Result<serde_json::Value, Failure> {
+            serde_json::to_value(self.0).map_err(|e| bad_input(e.to_string()))
+        }
+        fn text(&self) -> String {
+            let mut t = self.1.clone();
+            if !t.ends_with('\n') {
+                t.push('\n');
+            }
+            t
+        }
+    }
 }
 
 fn import_command(format: ImportFormat) -> Result<u8, Failure> {

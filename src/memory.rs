@@ -9,7 +9,14 @@
 //! copy-on-write pages allocated only when written.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+pub use flat::FlatMemory;
+
+mod flat;
 
 /// GPU virtual addresses are 48 bits wide; packets carry sign-extended high
 /// dwords (0xFFFF8001), so every address read from a packet is masked.
@@ -70,14 +77,47 @@ pub fn check_range(address: u64, len: u64) -> Result<u64, MemoryError> {
 
 /// The guest's GPU virtual memory, as the command processor sees it.
 ///
+/// Every method takes `&self`: guest memory is shared. The emulated CPU
+/// writes it while queue workers read and write it, so implementations keep
+/// their own interior mutability and are `Send + Sync` (a [`FlatMemory`]
+/// behind an `Arc` the emulator keeps, a [`SparseMemory`] for replay).
 /// Implementations decide what is mapped; every method fails with
 /// [`MemoryError`] rather than panicking on any address.
-pub trait GuestMemory {
+///
+/// **Atomicity.** A naturally aligned 4- or 8-byte access
+/// ([`read_u32`](Self::read_u32), [`write_u64`](Self::write_u64), …) is
+/// never torn in the provided implementations, and
+/// [`atomic_update_u32`](Self::atomic_update_u32) /
+/// [`atomic_update_u64`](Self::atomic_update_u64) are indivisible
+/// read-modify-writes (ATOMIC_MEM, MEM_SEMAPHORE). The default methods build
+/// everything from `read_bytes`/`write_bytes`; an implementation shared with
+/// other threads overrides the atomic ones.
+///
+/// # Example
+///
+/// An emulator owns its guest RAM and shares it with the GPU:
+///
+/// ```
+/// use std::sync::Arc;
+/// use pm4core::memory::{FlatMemory, GuestMemory};
+///
+/// let ram = Arc::new(FlatMemory::new(0x1_0000_0000, 64 << 20).unwrap());
+/// // The CPU thread writes through the same memory the GPU reads.
+/// let gpu_view: Arc<dyn GuestMemory> = ram.clone();
+/// ram.write_u32(0x1_0000_0040, 7).unwrap();
+/// assert_eq!(gpu_view.read_u32(0x1_0000_0040).unwrap(), 7);
+/// // An indivisible read-modify-write returns the previous value.
+/// assert_eq!(gpu_view.atomic_update_u32(0x1_0000_0040, &mut |v| v + 1).unwrap(), 7);
+/// assert_eq!(ram.read_u32(0x1_0000_0040).unwrap(), 8);
+/// // Unmapped memory is an error value naming the address.
+/// assert!(ram.read_u32(0x40).is_err());
+/// ```
+pub trait GuestMemory: Send + Sync {
     /// Reads `out.len()` bytes starting at `address`.
     fn read_bytes(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryError>;
 
     /// Writes `data` starting at `address`.
-    fn write_bytes(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryError>;
+    fn write_bytes(&self, address: u64, data: &[u8]) -> Result<(), MemoryError>;
 
     /// True when every byte of `[address, address + len)` is mapped.
     fn is_mapped(&self, address: u64, len: u64) -> bool;
@@ -106,18 +146,37 @@ pub trait GuestMemory {
     }
 
     /// Writes one little-endian dword.
-    fn write_u32(&mut self, address: u64, value: u32) -> Result<(), MemoryError> {
+    fn write_u32(&self, address: u64, value: u32) -> Result<(), MemoryError> {
         self.write_bytes(address, &value.to_le_bytes())
     }
 
     /// Writes one little-endian qword.
-    fn write_u64(&mut self, address: u64, value: u64) -> Result<(), MemoryError> {
+    fn write_u64(&self, address: u64, value: u64) -> Result<(), MemoryError> {
         self.write_bytes(address, &value.to_le_bytes())
+    }
+
+    /// Replaces the dword at `address` with `update(old)` as one indivisible
+    /// step and returns `old`. `update` may be called more than once (a
+    /// retried compare-exchange); only its last result is stored.
+    ///
+    /// The default reads then writes: atomic only for memory no other thread
+    /// writes. Shared implementations override it.
+    fn atomic_update_u32(&self, address: u64, update: &mut dyn FnMut(u32) -> u32) -> Result<u32, MemoryError> {
+        let old = self.read_u32(address)?;
+        self.write_u32(address, update(old))?;
+        Ok(old)
+    }
+
+    /// The qword form of [`atomic_update_u32`](Self::atomic_update_u32).
+    fn atomic_update_u64(&self, address: u64, update: &mut dyn FnMut(u64) -> u64) -> Result<u64, MemoryError> {
+        let old = self.read_u64(address)?;
+        self.write_u64(address, update(old))?;
+        Ok(old)
     }
 
     /// Fills `len` bytes at `address` with the repeated little-endian `pattern`.
     /// The whole range is checked before anything is written.
-    fn fill(&mut self, address: u64, len: u64, pattern: u32) -> Result<(), MemoryError> {
+    fn fill(&self, address: u64, len: u64, pattern: u32) -> Result<(), MemoryError> {
         check_range(address, len)?;
         if !self.is_mapped(address, len) {
             return Err(MemoryError::Unmapped { address, len });
@@ -137,7 +196,7 @@ pub trait GuestMemory {
 
     /// Copies `len` bytes from `src` to `dst` (overlap behaves as memmove).
     /// Both ranges are checked before anything is written.
-    fn copy(&mut self, dst: u64, src: u64, len: u64) -> Result<(), MemoryError> {
+    fn copy(&self, dst: u64, src: u64, len: u64) -> Result<(), MemoryError> {
         check_range(src, len)?;
         check_range(dst, len)?;
         if !self.is_mapped(src, len) {
@@ -160,6 +219,73 @@ pub trait GuestMemory {
         }
         Ok(())
     }
+}
+
+/// Forwards every method, so wrappers keep the inner memory's atomics and
+/// fast paths.
+macro_rules! forward_guest_memory {
+    () => {
+        #[inline]
+        fn read_bytes(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryError> {
+            (**self).read_bytes(address, out)
+        }
+        #[inline]
+        fn write_bytes(&self, address: u64, data: &[u8]) -> Result<(), MemoryError> {
+            (**self).write_bytes(address, data)
+        }
+        #[inline]
+        fn is_mapped(&self, address: u64, len: u64) -> bool {
+            (**self).is_mapped(address, len)
+        }
+        #[inline]
+        fn read_dwords(&self, address: u64, out: &mut [u32]) -> Result<(), MemoryError> {
+            (**self).read_dwords(address, out)
+        }
+        #[inline]
+        fn read_u32(&self, address: u64) -> Result<u32, MemoryError> {
+            (**self).read_u32(address)
+        }
+        #[inline]
+        fn read_u64(&self, address: u64) -> Result<u64, MemoryError> {
+            (**self).read_u64(address)
+        }
+        #[inline]
+        fn write_u32(&self, address: u64, value: u32) -> Result<(), MemoryError> {
+            (**self).write_u32(address, value)
+        }
+        #[inline]
+        fn write_u64(&self, address: u64, value: u64) -> Result<(), MemoryError> {
+            (**self).write_u64(address, value)
+        }
+        fn atomic_update_u32(&self, address: u64, update: &mut dyn FnMut(u32) -> u32) -> Result<u32, MemoryError> {
+            (**self).atomic_update_u32(address, update)
+        }
+        fn atomic_update_u64(&self, address: u64, update: &mut dyn FnMut(u64) -> u64) -> Result<u64, MemoryError> {
+            (**self).atomic_update_u64(address, update)
+        }
+        fn fill(&self, address: u64, len: u64, pattern: u32) -> Result<(), MemoryError> {
+            (**self).fill(address, len, pattern)
+        }
+        fn copy(&self, dst: u64, src: u64, len: u64) -> Result<(), MemoryError> {
+            (**self).copy(dst, src, len)
+        }
+    };
+}
+
+impl<M: GuestMemory + ?Sized> GuestMemory for &M {
+    forward_guest_memory!();
+}
+
+impl<M: GuestMemory + ?Sized> GuestMemory for &mut M {
+    forward_guest_memory!();
+}
+
+impl<M: GuestMemory + ?Sized> GuestMemory for Box<M> {
+    forward_guest_memory!();
+}
+
+impl<M: GuestMemory + ?Sized> GuestMemory for Arc<M> {
+    forward_guest_memory!();
 }
 
 /// What a region's untouched bytes are.
@@ -249,20 +375,138 @@ impl Region {
     }
 }
 
-/// Sparse guest memory made of non-overlapping mapped regions.
+/// The regions of a [`SparseMemory`], behind its lock.
 #[derive(Clone, Default)]
-pub struct SparseMemory {
+struct Regions {
     /// Sorted by start address; never overlapping.
-    regions: Vec<Region>,
+    list: Vec<Region>,
+}
+
+impl Regions {
+    fn check_new_region(&self, address: u64, len: u64) -> Result<usize, MemoryError> {
+        if address % 4 != 0 {
+            return Err(MemoryError::Misaligned { address });
+        }
+        let end = check_range(address, len)?;
+        let index = self.list.partition_point(|r| r.start < address);
+        if let Some(prev) = index.checked_sub(1).and_then(|i| self.list.get(i)) {
+            if prev.end() > address {
+                return Err(MemoryError::Overlap { address, len });
+            }
+        }
+        if let Some(next) = self.list.get(index) {
+            if next.start < end {
+                return Err(MemoryError::Overlap { address, len });
+            }
+        }
+        Ok(index)
+    }
+
+    /// The index of the region holding `address`, if any.
+    #[inline]
+    fn region_index(&self, address: u64) -> Option<usize> {
+        let index = self.list.partition_point(|r| r.start <= address).checked_sub(1)?;
+        let region = self.list.get(index)?;
+        (address < region.end()).then_some(index)
+    }
+
+    /// The pieces of an access `(region_index, offset_in_region,
+    /// start_in_access, n)`, after checking the whole access is mapped.
+    fn pieces(&self, address: u64, len: u64) -> Result<Pieces, MemoryError> {
+        let end = check_range(address, len)?;
+        let mut pieces = Pieces::default();
+        let mut at = address;
+        while at < end {
+            let index = self.region_index(at).ok_or(MemoryError::Unmapped { address: at, len })?;
+            let region = &self.list[index];
+            let n = region.end().min(end) - at;
+            pieces.push(index, at - region.start, at - address, n)?;
+            at += n;
+        }
+        Ok(pieces)
+    }
+
+    fn read(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryError> {
+        let len = out.len() as u64;
+        // Fast path: one region.
+        if let Some(index) = self.region_index(address) {
+            let region = &self.list[index];
+            if check_range(address, len)? <= region.end() {
+                region.read(address - region.start, out);
+                return Ok(());
+            }
+        }
+        let pieces = self.pieces(address, len)?;
+        for &(index, offset, at, n) in pieces.iter() {
+            let (at, n) = (at as usize, n as usize);
+            self.list[index].read(offset, &mut out[at..at + n]);
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryError> {
+        let len = data.len() as u64;
+        if let Some(index) = self.region_index(address) {
+            let end = check_range(address, len)?;
+            let region = &mut self.list[index];
+            if end <= region.end() {
+                region.write(address - region.start, data);
+                return Ok(());
+            }
+        }
+        let pieces = self.pieces(address, len)?;
+        for &(index, offset, at, n) in pieces.iter() {
+            let (at, n) = (at as usize, n as usize);
+            self.list[index].write(offset, &data[at..at + n]);
+        }
+        Ok(())
+    }
+}
+
+/// Sparse guest memory made of non-overlapping mapped regions.
+///
+/// Shared through `&self` like every [`GuestMemory`]: one reader-writer lock
+/// guards the regions (reads share it; writes, atomic updates and mappings
+/// take it alone), so atomic updates are indivisible and no access is torn.
+/// Replay and tests use it; an emulator with one flat guest RAM uses
+/// [`FlatMemory`].
+///
+/// # Example
+///
+/// ```
+/// use std::sync::Arc;
+/// use pm4core::memory::{GuestMemory, SparseMemory};
+///
+/// let memory = SparseMemory::new();
+/// // A trace's bytes, mapped without copying; written pages are copied.
+/// let bytes: Arc<[u8]> = Arc::from(&[1u8, 0, 0, 0][..]);
+/// memory.map_shared(0x1000, bytes, 0, 4).unwrap();
+/// memory.map_zeroed(0x10_0000, 1 << 20).unwrap();
+/// memory.write_u32(0x10_0010, 5).unwrap();
+/// assert_eq!(memory.read_u32(0x1000).unwrap(), 1);
+/// assert_eq!(memory.read_u32(0x10_0010).unwrap(), 5);
+/// ```
+#[derive(Default)]
+pub struct SparseMemory {
+    regions: RwLock<Regions>,
     /// Bumped on every successful write (host or packet), so schedulers can
     /// tell that waiting queues may now see a new value.
-    write_generation: u64,
+    write_generation: AtomicU64,
+}
+
+impl Clone for SparseMemory {
+    fn clone(&self) -> Self {
+        Self {
+            regions: RwLock::new(self.regions.read().clone()),
+            write_generation: AtomicU64::new(self.write_generation.load(Ordering::Relaxed)),
+        }
+    }
 }
 
 impl std::fmt::Debug for SparseMemory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut list = f.debug_list();
-        for r in &self.regions {
+        for r in &self.regions.read().list {
             list.entry(&format_args!("{:#x}..{:#x}", r.start, r.end()));
         }
         list.finish()
@@ -275,43 +519,26 @@ impl SparseMemory {
         Self::default()
     }
 
-    fn check_new_region(&self, address: u64, len: u64) -> Result<usize, MemoryError> {
-        if address % 4 != 0 {
-            return Err(MemoryError::Misaligned { address });
-        }
-        let end = check_range(address, len)?;
-        let index = self.regions.partition_point(|r| r.start < address);
-        if let Some(prev) = index.checked_sub(1).and_then(|i| self.regions.get(i)) {
-            if prev.end() > address {
-                return Err(MemoryError::Overlap { address, len });
-            }
-        }
-        if let Some(next) = self.regions.get(index) {
-            if next.start < end {
-                return Err(MemoryError::Overlap { address, len });
-            }
-        }
-        Ok(index)
-    }
-
     /// Maps `len` zero bytes at `address` without allocating them.
-    pub fn map_zeroed(&mut self, address: u64, len: u64) -> Result<(), MemoryError> {
-        let index = self.check_new_region(address, len)?;
+    pub fn map_zeroed(&self, address: u64, len: u64) -> Result<(), MemoryError> {
+        let mut regions = self.regions.write();
+        let index = regions.check_new_region(address, len)?;
         if len > 0 {
-            self.regions.insert(index, Region { start: address, len, backing: Backing::Zero, pages: BTreeMap::new() });
+            regions.list.insert(index, Region { start: address, len, backing: Backing::Zero, pages: BTreeMap::new() });
         }
         Ok(())
     }
 
     /// Maps `bytes[offset..offset + len]` of a shared buffer at `address`
     /// without copying it. A range past the buffer's end is an error.
-    pub fn map_shared(&mut self, address: u64, bytes: Arc<[u8]>, offset: usize, len: usize) -> Result<(), MemoryError> {
+    pub fn map_shared(&self, address: u64, bytes: Arc<[u8]>, offset: usize, len: usize) -> Result<(), MemoryError> {
         if offset.checked_add(len).is_none_or(|end| end > bytes.len()) {
             return Err(MemoryError::OutOfRange { address, len: len as u64 });
         }
-        let index = self.check_new_region(address, len as u64)?;
+        let mut regions = self.regions.write();
+        let index = regions.check_new_region(address, len as u64)?;
         if len > 0 {
-            self.regions.insert(
+            regions.list.insert(
                 index,
                 Region {
                     start: address,
@@ -325,54 +552,37 @@ impl SparseMemory {
     }
 
     /// Maps a copy of `data` at `address`.
-    pub fn map_bytes(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryError> {
+    pub fn map_bytes(&self, address: u64, data: &[u8]) -> Result<(), MemoryError> {
         let len = data.len();
         self.map_shared(address, Arc::from(data), 0, len)
     }
 
     /// Maps dwords (little-endian) at `address`.
-    pub fn map_dwords(&mut self, address: u64, dwords: &[u32]) -> Result<(), MemoryError> {
+    pub fn map_dwords(&self, address: u64, dwords: &[u32]) -> Result<(), MemoryError> {
         let bytes: Vec<u8> = dwords.iter().flat_map(|d| d.to_le_bytes()).collect();
         self.map_bytes(address, &bytes)
     }
 
-    /// The mapped regions as `(start, len)` pairs, in address order.
-    pub fn regions(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.regions.iter().map(|r| (r.start, r.len))
+    /// The mapped regions as `(start, len)` pairs, in address order (a
+    /// snapshot).
+    pub fn regions(&self) -> std::vec::IntoIter<(u64, u64)> {
+        let list: Vec<(u64, u64)> = self.regions.read().list.iter().map(|r| (r.start, r.len)).collect();
+        list.into_iter()
     }
 
     /// Bytes held in written (copy-on-write) pages.
     pub fn allocated_page_bytes(&self) -> usize {
-        self.regions.iter().map(|r| r.pages.len() * PAGE_SIZE).sum()
+        self.regions.read().list.iter().map(|r| r.pages.len() * PAGE_SIZE).sum()
     }
 
     /// A counter that changes on every write.
     pub fn write_generation(&self) -> u64 {
-        self.write_generation
+        self.write_generation.load(Ordering::Acquire)
     }
 
-    /// The index of the region holding `address`, if any.
     #[inline]
-    fn region_index(&self, address: u64) -> Option<usize> {
-        let index = self.regions.partition_point(|r| r.start <= address).checked_sub(1)?;
-        let region = self.regions.get(index)?;
-        (address < region.end()).then_some(index)
-    }
-
-    /// Calls `f(region_index, offset_in_region, range_start_in_access, n)` for
-    /// every piece of the access, after checking the whole access is mapped.
-    fn pieces(&self, address: u64, len: u64) -> Result<Pieces, MemoryError> {
-        let end = check_range(address, len)?;
-        let mut pieces = Pieces::default();
-        let mut at = address;
-        while at < end {
-            let index = self.region_index(at).ok_or(MemoryError::Unmapped { address: at, len })?;
-            let region = &self.regions[index];
-            let n = region.end().min(end) - at;
-            pieces.push(index, at - region.start, at - address, n)?;
-            at += n;
-        }
-        Ok(pieces)
+    fn wrote(&self) {
+        self.write_generation.fetch_add(1, Ordering::Release);
     }
 }
 
@@ -401,58 +611,89 @@ impl Pieces {
 }
 
 impl GuestMemory for SparseMemory {
+    #[inline]
     fn read_bytes(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryError> {
-        let len = out.len() as u64;
-        // Fast path: one region.
-        if let Some(index) = self.region_index(address) {
-            let region = &self.regions[index];
-            if check_range(address, len)? <= region.end() {
-                region.read(address - region.start, out);
-                return Ok(());
-            }
-        }
-        let pieces = self.pieces(address, len)?;
-        for &(index, offset, at, n) in pieces.iter() {
-            let (at, n) = (at as usize, n as usize);
-            self.regions[index].read(offset, &mut out[at..at + n]);
-        }
-        Ok(())
+        self.regions.read().read(address, out)
     }
 
-    fn write_bytes(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryError> {
-        let len = data.len() as u64;
-        if let Some(index) = self.region_index(address) {
-            let end = check_range(address, len)?;
-            let region = &mut self.regions[index];
-            if end <= region.end() {
-                region.write(address - region.start, data);
-                self.write_generation = self.write_generation.wrapping_add(1);
-                return Ok(());
-            }
-        }
-        let pieces = self.pieces(address, len)?;
-        for &(index, offset, at, n) in pieces.iter() {
-            let (at, n) = (at as usize, n as usize);
-            self.regions[index].write(offset, &data[at..at + n]);
-        }
-        self.write_generation = self.write_generation.wrapping_add(1);
+    #[inline]
+    fn write_bytes(&self, address: u64, data: &[u8]) -> Result<(), MemoryError> {
+        self.regions.write().write(address, data)?;
+        self.wrote();
         Ok(())
     }
 
     fn is_mapped(&self, address: u64, len: u64) -> bool {
-        self.pieces(address, len).is_ok()
+        self.regions.read().pieces(address, len).is_ok()
     }
-}
 
-impl<M: GuestMemory + ?Sized> GuestMemory for &mut M {
-    fn read_bytes(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryError> {
-        (**self).read_bytes(address, out)
+    fn atomic_update_u32(&self, address: u64, update: &mut dyn FnMut(u32) -> u32) -> Result<u32, MemoryError> {
+        let mut regions = self.regions.write();
+        let mut bytes = [0u8; 4];
+        regions.read(address, &mut bytes)?;
+        let old = u32::from_le_bytes(bytes);
+        regions.write(address, &update(old).to_le_bytes())?;
+        drop(regions);
+        self.wrote();
+        Ok(old)
     }
-    fn write_bytes(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryError> {
-        (**self).write_bytes(address, data)
+
+    fn atomic_update_u64(&self, address: u64, update: &mut dyn FnMut(u64) -> u64) -> Result<u64, MemoryError> {
+        let mut regions = self.regions.write();
+        let mut bytes = [0u8; 8];
+        regions.read(address, &mut bytes)?;
+        let old = u64::from_le_bytes(bytes);
+        regions.write(address, &update(old).to_le_bytes())?;
+        drop(regions);
+        self.wrote();
+        Ok(old)
     }
-    fn is_mapped(&self, address: u64, len: u64) -> bool {
-        (**self).is_mapped(address, len)
+
+    fn fill(&self, address: u64, len: u64, pattern: u32) -> Result<(), MemoryError> {
+        check_range(address, len)?;
+        let mut regions = self.regions.write();
+        if regions.pieces(address, len).is_err() {
+            return Err(MemoryError::Unmapped { address, len });
+        }
+        let mut chunk = [0u8; 256];
+        for (i, byte) in chunk.iter_mut().enumerate() {
+            *byte = pattern.to_le_bytes()[i % 4];
+        }
+        let mut done = 0u64;
+        while done < len {
+            let n = (len - done).min(chunk.len() as u64) as usize;
+            regions.write(address + done, &chunk[..n])?;
+            done += n as u64;
+        }
+        drop(regions);
+        self.wrote();
+        Ok(())
+    }
+
+    fn copy(&self, dst: u64, src: u64, len: u64) -> Result<(), MemoryError> {
+        check_range(src, len)?;
+        check_range(dst, len)?;
+        let mut regions = self.regions.write();
+        if regions.pieces(src, len).is_err() {
+            return Err(MemoryError::Unmapped { address: src, len });
+        }
+        if regions.pieces(dst, len).is_err() {
+            return Err(MemoryError::Unmapped { address: dst, len });
+        }
+        let mut chunk = [0u8; 4096];
+        let backwards = dst > src && dst < src + len;
+        let mut done = 0u64;
+        while done < len {
+            let n = (len - done).min(chunk.len() as u64);
+            let offset = if backwards { len - done - n } else { done };
+            let buf = &mut chunk[..n as usize];
+            regions.read(src + offset, buf)?;
+            regions.write(dst + offset, buf)?;
+            done += n;
+        }
+        drop(regions);
+        self.wrote();
+        Ok(())
     }
 }
 
@@ -462,7 +703,7 @@ mod tests {
 
     #[test]
     fn zero_region_reads_zero_and_pages_on_write() {
-        let mut m = SparseMemory::new();
+        let m = SparseMemory::new();
         m.map_zeroed(0x1000, 0x10000).unwrap();
         assert_eq!(m.read_u32(0x1000).unwrap(), 0);
         assert_eq!(m.allocated_page_bytes(), 0);
@@ -474,7 +715,7 @@ mod tests {
     #[test]
     fn shared_backing_is_copy_on_write() {
         let bytes: Arc<[u8]> = Arc::from(&[1u8, 2, 3, 4, 5, 6, 7, 8][..]);
-        let mut m = SparseMemory::new();
+        let m = SparseMemory::new();
         m.map_shared(0x100, bytes.clone(), 4, 4).unwrap();
         assert_eq!(m.read_u32(0x100).unwrap(), 0x0807_0605);
         m.write_u32(0x100, 7).unwrap();
@@ -484,7 +725,7 @@ mod tests {
 
     #[test]
     fn unmapped_and_straddling_accesses() {
-        let mut m = SparseMemory::new();
+        let m = SparseMemory::new();
         m.map_zeroed(0x1000, 0x1000).unwrap();
         m.map_zeroed(0x2000, 0x1000).unwrap();
         assert_eq!(m.read_u32(0x3000), Err(MemoryError::Unmapped { address: 0x3000, len: 4 }));
@@ -496,7 +737,7 @@ mod tests {
 
     #[test]
     fn fill_and_copy() {
-        let mut m = SparseMemory::new();
+        let m = SparseMemory::new();
         m.map_zeroed(0, 64).unwrap();
         m.fill(0, 16, 0x1122_3344).unwrap();
         m.copy(8, 0, 16).unwrap();

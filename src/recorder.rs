@@ -137,7 +137,7 @@ impl<M: GuestMemory> Recorder<M> {
     }
 
     /// A host write, recorded as `WRIT` and applied to the memory.
-    pub fn host_write(&mut self, address: u64, bytes: &[u8]) -> Result<(), MemoryError> {
+    pub fn host_write(&self, address: u64, bytes: &[u8]) -> Result<(), MemoryError> {
         self.touch(address, bytes.len() as u64);
         self.inner.write_bytes(address, bytes)?;
         self.log.log.lock().steps.push(Step::HostWrite { address, bytes: bytes.to_vec() });
@@ -226,9 +226,19 @@ impl<M: GuestMemory> GuestMemory for Recorder<M> {
         self.inner.read_bytes(address, out)
     }
 
-    fn write_bytes(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryError> {
+    fn write_bytes(&self, address: u64, data: &[u8]) -> Result<(), MemoryError> {
         self.touch(address, data.len() as u64);
         self.inner.write_bytes(address, data)
+    }
+
+    fn atomic_update_u32(&self, address: u64, update: &mut dyn FnMut(u32) -> u32) -> Result<u32, MemoryError> {
+        self.touch(address, 4);
+        self.inner.atomic_update_u32(address, update)
+    }
+
+    fn atomic_update_u64(&self, address: u64, update: &mut dyn FnMut(u64) -> u64) -> Result<u64, MemoryError> {
+        self.touch(address, 8);
+        self.inner.atomic_update_u64(address, update)
     }
 
     fn is_mapped(&self, address: u64, len: u64) -> bool {

@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::ops::ControlFlow;
 
 use std::sync::Arc;
 
@@ -17,7 +18,10 @@ use crate::backend::{
     Backend, CacheAction, Dispatch, Draw, Event, Fence, Flip, Marker, NotEmulated, ProgramBinding, ProgramStage,
     QueueId, RecordingBackend, SampleKind, UnknownPacket,
 };
-use crate::gpu::{Gpu, GpuConfig, GpuError, RunStatus, Submission};
+use crate::diagnostics::forensics::{self, Failure, QueueForensics};
+use crate::diagnostics::timeline::{WaitSpan, WaitTracker};
+use crate::diagnostics::{ExecutedPacket, ReplayObserver};
+use crate::gpu::{Gpu, GpuConfig, GpuError, RunStatus, StallReport, Submission};
 use crate::memory::{GuestMemory, MemoryError, SparseMemory};
 use crate::packet::{Header, Opcode, PacketLocation, PacketType};
 use crate::regs::db::{self, GpuFamily};
@@ -34,13 +38,20 @@ pub struct MemoryQuery {
 }
 
 impl MemoryQuery {
-    /// Parses `ADDR:LEN` (each decimal or 0x-hex). LEN is capped at 1 MiB.
+    /// Parses `ADDR:LEN` (each decimal or 0x-hex): LEN is 1 byte to 1 MiB
+    /// and the range lies in the 48-bit address space.
     pub fn parse(text: &str) -> Result<Self, String> {
         let (a, l) = text.split_once(':').ok_or_else(|| format!("memory range '{text}' is not ADDR:LEN"))?;
         let address = parse_number(a).ok_or_else(|| format!("bad address '{a}' in '{text}'"))?;
         let len = parse_number(l).ok_or_else(|| format!("bad length '{l}' in '{text}'"))?;
+        if len == 0 {
+            return Err(format!("memory range '{text}' is empty"));
+        }
         if len > 1 << 20 {
             return Err(format!("memory range '{text}' is longer than 1 MiB"));
+        }
+        if let Err(e) = crate::memory::check_range(address, len) {
+            return Err(format!("memory range '{text}': {e}"));
         }
         Ok(Self { label: text.to_string(), address, len })
     }
@@ -105,6 +116,9 @@ pub struct ReplayOptions {
     pub log: bool,
     /// Build a Chrome/Perfetto trace-event timeline.
     pub timeline: bool,
+    /// Dwords written to guest memory after every region is mapped and
+    /// before the first submission (`--patch ADDR=DWORD`): what-if replays.
+    pub patches: Vec<(u64, u32)>,
     /// GPU settings (deterministic mode is always used).
     pub gpu: GpuConfig,
 }
@@ -174,6 +188,24 @@ pub struct ReplaySummary {
     /// Register as given → final value.
     pub registers: BTreeMap<String, u32>,
     pub queues: Vec<QueueSummary>,
+    /// Indirect buffers skipped because their memory is not in the trace
+    /// ([`crate::processor::ProcessorConfig::skip_unmapped_ibs`]).
+    pub skipped_ibs: Vec<SkippedIb>,
+    /// Hang forensics: one entry per queue still waiting at the end.
+    pub stalls: Vec<QueueForensics>,
+}
+
+/// An indirect buffer the replay skipped (`--skip-unmapped-ibs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct SkippedIb {
+    /// Queue name (`gfx`, `comp0.0`, …).
+    pub queue: String,
+    /// Address of the buffer the packet jumped to.
+    pub address: u64,
+    pub size_dw: u32,
+    /// Address of the INDIRECT_BUFFER packet.
+    pub packet: u64,
 }
 
 /// A program address some draw or dispatch bound, with its container.
@@ -200,6 +232,11 @@ pub struct ReplayOutcome {
     /// Bytes of guest memory pages the replay had to copy because packets or
     /// host writes wrote them (everything else is the trace file's bytes).
     pub written_page_bytes: usize,
+    /// The stall the replay ended in, if it did (the summary's `deadlock`
+    /// error and, after [`replay_with_progress`], its `stalls`).
+    pub stall: Option<StallReport>,
+    /// Submissions a processor error stopped, with the packet it stopped at.
+    pub failures: Vec<Failure>,
 }
 
 impl ReplayOutcome {
@@ -223,9 +260,30 @@ struct ReplayBackend {
     /// The address last recorded per stage (graphics stages, then compute):
     /// a draw that binds the same programs as the one before costs no lookup.
     last_bound: [u64; 5],
+    /// Packets run since the observer last looked, when one watches.
+    executed: Option<Vec<(QueueId, Header, PacketLocation)>>,
+    skipped_ibs: Vec<SkippedIb>,
+    /// Packets each queue ran: the number of the packet running now, which
+    /// each log line carries (`gfx #12 draw …`).
+    packets: Vec<u64>,
 }
 
 impl ReplayBackend {
+    /// Lets the recorder log an effect of `queue`'s running packet, then
+    /// numbers the new lines with that packet's index (as `pm4 state --at
+    /// #N` takes it).
+    fn log_with(&mut self, queue: QueueId, f: impl FnOnce(&mut RecordingBackend)) {
+        let Some(log) = &mut self.log else { return };
+        let before = log.lines.len();
+        f(log);
+        let index = self.packets.get(queue.0 as usize).copied().unwrap_or(0);
+        for line in log.lines.iter_mut().skip(before) {
+            if let Some(space) = line.find(' ') {
+                line.insert_str(space, &format!(" #{index}"));
+            }
+        }
+    }
+
     fn bind(&mut self, slot: usize, stage: ProgramStage, binding: &ProgramBinding) {
         if binding.address == 0 {
             return;
@@ -254,65 +312,58 @@ fn packet_name(header: Header) -> &'static str {
 }
 
 impl Backend for ReplayBackend {
-    fn packet(&mut self, queue: QueueId, header: Header, _: &PacketLocation) {
+    fn packet(&mut self, queue: QueueId, header: Header, location: &PacketLocation) {
         self.clock += 1;
+        if self.packets.is_empty() {
+            self.packets.resize(QueueId::COUNT as usize, 0);
+        }
+        if let Some(n) = self.packets.get_mut(queue.0 as usize) {
+            *n += 1;
+        }
         if let Some(t) = &mut self.timeline {
             t.push((self.clock, queue.0, packet_name(header)));
         }
+        if let Some(e) = &mut self.executed {
+            e.push((queue, header, *location));
+        }
+    }
+    fn skipped_indirect_buffer(&mut self, queue: QueueId, location: &PacketLocation, address: u64, size_dw: u32) {
+        self.skipped_ibs.push(SkippedIb { queue: queue.to_string(), address, size_dw, packet: location.address() });
+        self.log_with(queue, |l| l.skipped_indirect_buffer(queue, location, address, size_dw));
     }
     fn draw(&mut self, d: &Draw<'_>) {
         for (slot, (stage, binding)) in ProgramStage::GRAPHICS.iter().zip(d.programs.iter()).enumerate() {
             self.bind(slot, *stage, binding);
         }
-        if let Some(log) = &mut self.log {
-            log.draw(d)
-        }
+        self.log_with(d.queue, |l| l.draw(d));
     }
     fn dispatch(&mut self, d: &Dispatch<'_>) {
         self.bind(ProgramStage::GRAPHICS.len(), ProgramStage::Cs, d.program);
-        if let Some(log) = &mut self.log {
-            log.dispatch(d)
-        }
+        self.log_with(d.queue, |l| l.dispatch(d));
     }
     fn event(&mut self, e: &Event) {
-        if let Some(log) = &mut self.log {
-            log.event(e)
-        }
+        self.log_with(e.queue, |l| l.event(e));
     }
     fn cache_action(&mut self, q: QueueId, a: &CacheAction) {
-        if let Some(log) = &mut self.log {
-            log.cache_action(q, a)
-        }
+        self.log_with(q, |l| l.cache_action(q, a));
     }
     fn fence(&mut self, f: &Fence) {
-        if let Some(log) = &mut self.log {
-            log.fence(f)
-        }
+        self.log_with(f.queue, |l| l.fence(f));
     }
     fn flip(&mut self, f: &Flip) {
-        if let Some(log) = &mut self.log {
-            log.flip(f)
-        }
+        self.log_with(f.queue, |l| l.flip(f));
     }
     fn marker(&mut self, q: QueueId, m: &Marker<'_>) {
-        if let Some(log) = &mut self.log {
-            log.marker(q, m)
-        }
+        self.log_with(q, |l| l.marker(q, m));
     }
     fn host_command(&mut self, q: QueueId, code: u32, payload: &[u32]) {
-        if let Some(log) = &mut self.log {
-            log.host_command(q, code, payload)
-        }
+        self.log_with(q, |l| l.host_command(q, code, payload));
     }
     fn not_emulated(&mut self, p: &NotEmulated) {
-        if let Some(log) = &mut self.log {
-            log.not_emulated(p)
-        }
+        self.log_with(p.queue, |l| l.not_emulated(p));
     }
     fn unknown_packet(&mut self, r: &UnknownPacket) {
-        if let Some(log) = &mut self.log {
-            log.unknown_packet(r)
-        }
+        self.log_with(QueueId(r.queue), |l| l.unknown_packet(r));
     }
     fn sample_event(
         &mut self,
@@ -320,12 +371,14 @@ impl Backend for ReplayBackend {
         kind: SampleKind,
         address: u64,
         render_backends: u32,
-        memory: &mut dyn GuestMemory,
+        memory: &dyn GuestMemory,
     ) -> Result<(), MemoryError> {
-        match &mut self.log {
-            Some(log) => log.sample_event(queue, kind, address, render_backends, memory),
-            None => crate::backend::write_default_sample(kind, address, render_backends, memory),
+        if self.log.is_none() {
+            return crate::backend::write_default_sample(kind, address, render_backends, memory);
         }
+        let mut result = Ok(());
+        self.log_with(queue, |l| result = l.sample_event(queue, kind, address, render_backends, memory));
+        result
     }
 }
 
@@ -350,31 +403,174 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> ReplayOutcome {
 }
 
 /// [`replay`], calling `progress(chunks_done)` as it goes through the trace's
-/// events.
+/// events. When the replay ends stalled or a submission fails, the trace is
+/// replayed a second time under a [`forensics`] observer and the summary's
+/// `stalls` say what each stuck queue waits on (or failed at) and who last
+/// wrote what it waits on.
+///
+/// A timeline comes from a second replay that runs one packet per
+/// scheduler slice (so each wait's releasing write is seen: see
+/// [`crate::diagnostics::timeline`]); the summary and the log are the
+/// plain replay's.
 pub fn replay_with_progress(trace: &Trace, options: &ReplayOptions, progress: &mut dyn FnMut(usize)) -> ReplayOutcome {
+    let plain = ReplayOptions { timeline: false, ..options.clone() };
+    let mut outcome = replay_observed(trace, &plain, progress, None);
+    let stall = outcome.stall.take();
+    if stall.is_some() || !outcome.failures.is_empty() {
+        outcome.summary.stalls = forensics::investigate(trace, options, stall.as_ref(), &outcome.failures);
+    }
+    if options.timeline {
+        let timeline = ReplayOptions { log: false, memory: Vec::new(), registers: Vec::new(), ..options.clone() };
+        outcome.timeline = replay_observed(trace, &timeline, &mut |_| {}, None).timeline;
+    }
+    outcome
+}
+
+/// The observed replay's state between steps.
+struct Observed<'a> {
+    observer: Option<&'a mut dyn ReplayObserver>,
+    /// The timeline's waits, when a timeline is asked for.
+    waits: Option<WaitTracker>,
+    /// Packets each queue ran so far.
+    counts: [u64; QueueId::COUNT as usize],
+    /// Queues that were given a submission, and those suspended now.
+    submitted: [bool; QueueId::COUNT as usize],
+    suspended: [bool; QueueId::COUNT as usize],
+    stopped: bool,
+}
+
+impl Observed<'_> {
+    /// Calls `f` on the observer and on the wait tracker.
+    fn each(&mut self, mut f: impl FnMut(&mut dyn ReplayObserver)) {
+        if let Some(o) = self.observer.as_deref_mut() {
+            f(o);
+        }
+        if let Some(w) = &mut self.waits {
+            f(w);
+        }
+    }
+
+    fn wants_suspensions(&self) -> bool {
+        self.waits.is_some() || self.observer.as_deref().is_some_and(|o| o.wants_suspensions())
+    }
+}
+
+/// Runs the GPU as far as it can; with an observer, one packet per step,
+/// the observer called after each.
+fn run_gpu(gpu: &Gpu<SparseMemory, ReplayBackend>, observed: &mut Option<Observed<'_>>) -> Result<RunStatus, GpuError> {
+    let Some(o) = observed else { return gpu.run_until_stalled() };
+    if o.stopped {
+        return Ok(RunStatus::Idle);
+    }
+    loop {
+        let status = gpu.run_slices(1)?;
+        let ran = gpu.with_backend(|b| b.executed.as_mut().map(std::mem::take).unwrap_or_default());
+        for (queue, header, location) in ran {
+            let slot = o.counts.get_mut(queue.0 as usize);
+            let index = slot.as_deref().copied().unwrap_or(0);
+            if let Some(n) = slot {
+                *n += 1;
+            }
+            let packet = ExecutedPacket { queue, index, header, location };
+            let flow = gpu.with_processor_and_memory(queue, |p, m| {
+                if let Some(w) = &mut o.waits {
+                    let _ = w.packet(&packet, p, m);
+                }
+                o.observer.as_deref_mut().map_or(ControlFlow::Continue(()), |ob| ob.packet(&packet, p, m))
+            })?;
+            if flow == ControlFlow::Break(()) {
+                o.stopped = true;
+                return Ok(RunStatus::Idle);
+            }
+        }
+        if o.wants_suspensions() {
+            for q in 0..QueueId::COUNT {
+                let i = q as usize;
+                if !o.submitted.get(i).copied().unwrap_or(false) {
+                    continue;
+                }
+                let was = o.suspended.get(i).copied().unwrap_or(false);
+                let now = gpu.with_processor_and_memory(QueueId(q), |p, m| {
+                    let reason = p.suspended();
+                    if let (Some(reason), false) = (reason, was) {
+                        let at = p.execution().top().map_or(0, |c| c.address());
+                        o.each(|ob| ob.suspended(QueueId(q), &reason, at, m));
+                    }
+                    reason.is_some()
+                })?;
+                if let Some(slot) = o.suspended.get_mut(i) {
+                    *slot = now;
+                }
+            }
+        }
+        if status != RunStatus::Running {
+            return Ok(status);
+        }
+    }
+}
+
+/// [`replay_with_progress`] with an optional observer that sees every packet
+/// with its queue's registers and the guest memory right after it ran. With
+/// an observer, or a timeline, each scheduler slice runs one packet (so the
+/// interleaving of queues can differ from a plain replay's), and the
+/// observer can stop the replay early (the summary then covers what ran).
+/// One pass: no stall forensics.
+pub fn replay_observed(
+    trace: &Trace,
+    options: &ReplayOptions,
+    progress: &mut dyn FnMut(usize),
+    observer: Option<&mut dyn ReplayObserver>,
+) -> ReplayOutcome {
     let mut config = options.gpu.clone();
-    // Only the timeline needs a backend call per packet; the summary's
-    // counts come from the processors' own counters.
-    config.processor.report_packets |= options.timeline;
+    let observe = observer.is_some() || options.timeline;
+    // A backend call per packet only when something uses it: the log's
+    // packet numbers, the timeline, an observer. The summary's counts come
+    // from the processors' own counters.
+    config.processor.report_packets |= options.log || observe;
+    if observe {
+        config.slice_packets = 1;
+    }
     let backend = ReplayBackend {
         log: options.log.then(RecordingBackend::new),
         timeline: options.timeline.then(Vec::new),
+        executed: observe.then(Vec::new),
         ..Default::default()
     };
+    let mut observed = observe.then(|| Observed {
+        observer,
+        waits: options.timeline.then(WaitTracker::new),
+        counts: [0; QueueId::COUNT as usize],
+        submitted: [false; QueueId::COUNT as usize],
+        suspended: [false; QueueId::COUNT as usize],
+        stopped: false,
+    });
     let gpu = Gpu::deterministic(SparseMemory::new(), backend, config);
     let mut errors = Vec::new();
     let mut submissions: Vec<Submission> = Vec::new();
     let mut per_queue = [0u64; QueueId::COUNT as usize];
+    let mut started = false;
 
     // Runs the GPU as far as it can before a host-side effect.
-    let settle = |gpu: &Gpu<SparseMemory, ReplayBackend>, errors: &mut Vec<ReplayErrorEntry>| {
-        if let Err(e) = gpu.run_until_stalled() {
+    let settle = |gpu: &Gpu<SparseMemory, ReplayBackend>,
+                  errors: &mut Vec<ReplayErrorEntry>,
+                  observed: &mut Option<Observed<'_>>| {
+        if let Err(e) = run_gpu(gpu, observed) {
             errors.push(gpu_error_entry(&e));
         }
     };
 
     for (done, event) in trace.events().iter().enumerate() {
         progress(done);
+        if observed.as_ref().is_some_and(|o| o.stopped) {
+            break;
+        }
+        if !started && matches!(event, TraceEvent::Submit { .. }) {
+            started = true;
+            apply_patches(&gpu, &options.patches, &mut errors);
+            if let Some(o) = &mut observed {
+                gpu.with_memory_ref(|m| o.each(|ob| ob.start(m)));
+            }
+        }
         match event {
             TraceEvent::MemRegion { .. } | TraceEvent::ZeroRegion { .. } => {
                 let r = gpu.with_memory(|m| trace.map_region(m, event));
@@ -382,8 +578,11 @@ pub fn replay_with_progress(trace: &Trace, options: &ReplayOptions, progress: &m
                     errors.push(error("memory", format!("chunk {}: mapping failed: {e}", event.chunk())));
                 }
             }
-            TraceEvent::HostWrite { address, data, .. } => {
-                settle(&gpu, &mut errors);
+            TraceEvent::HostWrite { address, data, chunk } => {
+                settle(&gpu, &mut errors, &mut observed);
+                if let Some(o) = &mut observed {
+                    o.each(|ob| ob.host_write(*chunk, *address, data.len()));
+                }
                 let bytes = trace.bytes_of(data);
                 match gpu.write_memory(*address, bytes) {
                     Ok(_) => {}
@@ -391,7 +590,7 @@ pub fn replay_with_progress(trace: &Trace, options: &ReplayOptions, progress: &m
                 }
             }
             TraceEvent::Shader { header_address, code_address, relocated, chunk } => {
-                settle(&gpu, &mut errors);
+                settle(&gpu, &mut errors, &mut observed);
                 let r = gpu.with_shared(|m, _, s| s.create(m, *header_address, *code_address, *relocated).map(|_| ()));
                 if let Err(e) = r {
                     errors.push(error("shader", format!("chunk {chunk}: shader at {header_address:#x}: {e}")));
@@ -405,20 +604,35 @@ pub fn replay_with_progress(trace: &Trace, options: &ReplayOptions, progress: &m
                 if let Some(n) = per_queue.get_mut(*queue as usize) {
                     *n += 1;
                 }
+                if let Some(slot) = observed.as_mut().and_then(|o| o.submitted.get_mut(*queue as usize)) {
+                    *slot = true;
+                }
             }
             TraceEvent::Note { .. } | TraceEvent::Ancillary { .. } => {}
         }
     }
     progress(trace.events().len());
-    match gpu.run_until_stalled() {
-        Ok(RunStatus::Stalled(report)) => errors.push(error("deadlock", report.to_string())),
+    if !started {
+        apply_patches(&gpu, &options.patches, &mut errors);
+    }
+    let mut stall = None;
+    match run_gpu(&gpu, &mut observed) {
+        Ok(RunStatus::Stalled(report)) => {
+            errors.push(error("deadlock", report.to_string()));
+            stall = Some(report);
+        }
         Ok(_) => {}
         Err(e) => errors.push(gpu_error_entry(&e)),
     }
+    let mut failures = Vec::new();
     for s in &submissions {
         if let Some(Err(e)) = s.poll() {
             if !matches!(e, GpuError::Deadlock(_) | GpuError::Pending) {
                 errors.push(gpu_error_entry(&e));
+            }
+            if let GpuError::Processor { queue, source, .. } = &e {
+                let packet = source.location().map(|l| l.address());
+                failures.push(Failure { queue: *queue, packet, message: e.to_string() });
             }
         }
     }
@@ -492,19 +706,46 @@ pub fn replay_with_progress(trace: &Trace, options: &ReplayOptions, progress: &m
     }
     summary.errors = errors;
 
-    let (log, timeline, programs) = gpu.with_backend(|b| {
-        (b.log.take().map(|l| l.lines).unwrap_or_default(), b.timeline.take(), std::mem::take(&mut b.programs))
+    let (log, timeline, programs, skipped_ibs) = gpu.with_backend(|b| {
+        (
+            b.log.take().map(|l| l.lines).unwrap_or_default(),
+            b.timeline.take(),
+            std::mem::take(&mut b.programs),
+            std::mem::take(&mut b.skipped_ibs),
+        )
     });
-    let timeline = timeline.map(|packets| timeline_json(&packets));
+    summary.skipped_ibs = skipped_ibs;
+    let mut waits = observed.and_then(|o| o.waits).unwrap_or_default();
+    waits.finish();
+    let timeline = timeline.map(|packets| timeline_json(&packets, &waits.spans));
     let written_page_bytes = gpu.with_memory_ref(|m| m.allocated_page_bytes());
-    ReplayOutcome { summary, programs: programs.into_values().collect(), log, timeline, written_page_bytes }
+    ReplayOutcome {
+        summary,
+        programs: programs.into_values().collect(),
+        log,
+        timeline,
+        written_page_bytes,
+        stall,
+        failures,
+    }
+}
+
+/// Writes the `--patch` dwords (before the first submission).
+fn apply_patches(gpu: &Gpu<SparseMemory, ReplayBackend>, patches: &[(u64, u32)], errors: &mut Vec<ReplayErrorEntry>) {
+    for &(address, value) in patches {
+        if let Err(e) = gpu.with_memory(|m| m.write_u32(address, value)) {
+            errors.push(error("memory", format!("--patch {address:#x}={value:#x}: {e}")));
+        }
+    }
 }
 
 /// Chrome/Perfetto trace-event JSON: one process, one thread per queue,
-/// one 1-µs complete event per packet at the global packet clock.
-fn timeline_json(packets: &[TimelinePacket]) -> String {
+/// one 1-µs complete event per packet at the global packet clock, and each
+/// wait as a span with a flow arrow from the packet that released it
+/// ([`crate::diagnostics::timeline`]).
+fn timeline_json(packets: &[TimelinePacket], waits: &[WaitSpan]) -> String {
     let mut out = String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-    let mut queues: Vec<u32> = packets.iter().map(|p| p.1).collect();
+    let mut queues: Vec<u32> = packets.iter().map(|p| p.1).chain(waits.iter().map(|w| w.queue.0)).collect();
     queues.sort_unstable();
     queues.dedup();
     let mut first = true;
@@ -522,6 +763,15 @@ fn timeline_json(packets: &[TimelinePacket]) -> String {
         first = false;
         let _ = write!(out, "{sep}{{\"ph\":\"X\",\"pid\":1,\"tid\":{q},\"ts\":{ts},\"dur\":1,\"name\":\"{name}\"}}");
     }
+    let mut events = Vec::new();
+    for (id, w) in waits.iter().enumerate() {
+        w.write_events(id as u64 + 1, &mut events);
+    }
+    for e in events {
+        let sep = if first { "" } else { ",\n" };
+        first = false;
+        let _ = write!(out, "{sep}{e}");
+    }
     out.push_str("\n]}\n");
     out
 }
@@ -533,10 +783,27 @@ fn read_range(memory: &dyn GuestMemory, address: u64, len: u64) -> Result<Vec<u8
     Ok(bytes)
 }
 
+/// `one` for 1, else `many`.
+fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
+}
+
 /// The summary as text for people.
 pub fn format_summary(s: &ReplaySummary) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "gpu {}: {} submissions, {} packets", s.gpu, s.submissions, s.packets.total);
+    let _ = writeln!(
+        out,
+        "gpu {}: {} {}, {} {}",
+        s.gpu,
+        s.submissions,
+        plural(s.submissions, "submission", "submissions"),
+        s.packets.total,
+        plural(s.packets.total, "packet", "packets")
+    );
     let _ = writeln!(
         out,
         "draws {}  dispatches {}  waits {}  fences {}  skipped {}",
@@ -545,8 +812,14 @@ pub fn format_summary(s: &ReplaySummary) -> String {
     for q in &s.queues {
         let _ = writeln!(
             out,
-            "queue {:<8} {:>5} submissions {:>9} packets {:>10} dwords",
-            q.name, q.submissions, q.packets, q.dwords
+            "queue {:<8} {:>5} {:<11} {:>9} {:<7} {:>10} {}",
+            q.name,
+            q.submissions,
+            plural(q.submissions, "submission", "submissions"),
+            q.packets,
+            plural(q.packets, "packet", "packets"),
+            q.dwords,
+            plural(q.dwords, "dword", "dwords")
         );
     }
     let mut by_count: Vec<(&String, &u64)> = s.packets.by_opcode.iter().collect();
@@ -575,6 +848,20 @@ pub fn format_summary(s: &ReplaySummary) -> String {
     }
     for (label, value) in &s.registers {
         let _ = writeln!(out, "register {label} = {value:#010x}");
+    }
+    for ib in &s.skipped_ibs {
+        let _ = writeln!(
+            out,
+            "skipped indirect buffer on {} at {:#x}: {:#x}, {} {} not in the trace",
+            ib.queue,
+            ib.packet,
+            ib.address,
+            ib.size_dw,
+            plural(u64::from(ib.size_dw), "dword", "dwords")
+        );
+    }
+    for stall in &s.stalls {
+        let _ = write!(out, "{stall}");
     }
     if s.errors.is_empty() {
         let _ = writeln!(out, "errors: none");

@@ -293,9 +293,9 @@ fn dvlb_file() -> Vec<u8> {
 
 /// A container relocated in guest memory, read back.
 fn relocated(container: &[u8], header_at: u64, code: u64) -> Vec<u8> {
-    let mut m = SparseMemory::new();
+    let m = SparseMemory::new();
     m.map_bytes(header_at, container).unwrap();
-    create_shader(&mut m, header_at, code).unwrap();
+    create_shader(&m, header_at, code).unwrap();
     let mut out = vec![0u8; container.len()];
     m.read_bytes(header_at, &mut out).unwrap();
     out

@@ -120,18 +120,29 @@ fn ten_thousand_empty_chunks_then_garbage_are_refused_at_the_garbage() {
 // ---------------------------------------------------------- indirect buffers
 
 #[test]
-fn an_unmapped_ib_fails_on_its_first_header_with_the_exact_address() {
+fn an_unmapped_ib_fails_at_the_indirect_buffer_packet_with_the_exact_address() {
     let mut h = Harness::new();
     let err = h.run(&Cmd::new().ib(0xDEAD_0000, 16, false)).unwrap_err();
     assert_eq!(
         err,
         Pm4Error::Memory {
-            location: at(0xDEAD_0000, 16, 0),
-            opcode: Opcode::NOP,
+            location: at(0x1000, 4, 0),
+            opcode: Opcode::INDIRECT_BUFFER,
             source: MemoryError::Unmapped { address: 0xDEAD_0000, len: 4 },
         }
     );
+    assert!(err.to_string().contains("INDIRECT_BUFFER"), "{err}");
     assert!(h.processor.is_idle());
+}
+
+#[test]
+fn an_unmapped_ib_is_skipped_and_reported_when_asked() {
+    let config = ProcessorConfig { skip_unmapped_ibs: true, ..Default::default() };
+    let mut h = Harness::with_config(QueueId::GRAPHICS, config);
+    let cmd = Cmd::new().ib(0xDEAD_0000, 16, false).raw(&[NOP_PAD]);
+    assert_eq!(h.run(&cmd).unwrap(), ProcessStatus::Completed);
+    assert_eq!(h.processor.stats().packets, 2, "the IB packet and the NOP after it ran");
+    assert_eq!(h.log(), vec!["gfx skipped_ib addr=0xdead0000 size_dw=16 packet=0x1000"]);
 }
 
 #[test]
@@ -650,9 +661,9 @@ fn two_tables_at_the_same_place_decode_as_the_same_bytes() {
     assert_eq!(s.context_registers(), s.sh_registers());
     // Relocation rewrites the pair in the shared bytes once; both tables
     // see the code address.
-    let mut m = SparseMemory::new();
+    let m = SparseMemory::new();
     m.map_bytes(0x10_0000, &b).unwrap();
-    let created = create_shader(&mut m, 0x10_0000, 0x20_0000).unwrap();
+    let created = create_shader(&m, 0x10_0000, 0x20_0000).unwrap();
     assert_eq!(created.program_address(), Some(0x20_0000));
     assert_eq!(created.context_registers(), created.sh_registers());
 }
@@ -698,10 +709,10 @@ fn an_sh_table_over_user_data_pointers_decodes_self_relative() {
 #[test]
 fn an_sh_table_over_user_data_pointers_is_refused_untouched() {
     let b = sh_table_over_user_data_pointers();
-    let mut m = SparseMemory::new();
+    let m = SparseMemory::new();
     m.map_bytes(0x10_0000, &b).unwrap();
     let generation = m.write_generation();
-    let err = create_shader(&mut m, 0x10_0000, 0x20_0000).unwrap_err();
+    let err = create_shader(&m, 0x10_0000, 0x20_0000).unwrap_err();
     // The relocated direct-resources pointer 0x10_0078, its high half
     // overwritten by the program LO value 0x2000.
     assert_eq!(

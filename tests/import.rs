@@ -188,12 +188,12 @@ fn raw_defaults_and_options() {
     let options = ImportOptions { gpu: "gfx7".into(), ..ImportOptions::default() };
     let trace = Trace::from_bytes(import_raw(&bytes, DEFAULT_RAW_ADDRESS, 0, &options).unwrap()).unwrap();
     assert_eq!(trace.gpu(), Some("gfx7"));
-    assert_eq!(trace.info_value("description"), Some("raw dwords: 1 dwords at 0xfff000000000 on queue 0"));
+    assert_eq!(trace.info_value("description"), Some("raw dwords: 1 dword at 0xfff000000000 on queue 0"));
     assert_eq!(seen(&trace), [Seen::Mem(IMPORT_BASE, bytes.clone()), Seen::Submit(0, IMPORT_BASE, 1)]);
     // A line break in the source name does not break INFO.
     let options = ImportOptions::with_source("a\nb");
     let trace = Trace::from_bytes(import_raw(&bytes, 0x1000, 56, &options).unwrap()).unwrap();
-    assert_eq!(trace.info_value("description"), Some("raw dwords from a b: 1 dwords at 0x1000 on queue 56"));
+    assert_eq!(trace.info_value("description"), Some("raw dwords from a b: 1 dword at 0x1000 on queue 56"));
 }
 
 #[test]

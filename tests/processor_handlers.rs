@@ -282,7 +282,7 @@ fn release_mem_writes_data_and_reports_fences() {
             "gfx fence RELEASE_MEM event=0x28 addr=0x100000 data=0xfeed data_sel=1 int_sel=2 ctxid=0x77 interrupt=true",
             "gfx fence RELEASE_MEM event=0x28 addr=0x100008 data=0x200000001 data_sel=2 int_sel=0 ctxid=0x0 interrupt=false",
             "gfx fence RELEASE_MEM event=0x28 addr=0x100010 data=0x1 data_sel=3 int_sel=0 ctxid=0x0 interrupt=false",
-            "gfx cache Release { cache_control: 256 }",
+            "gfx cache release cache_control=0x100",
             "gfx fence RELEASE_MEM event=0x14 addr=0x0 data=0x0 data_sel=0 int_sel=0 ctxid=0x0 interrupt=false",
         ]
     );
@@ -303,10 +303,7 @@ fn gfx7_eop_and_eos_packets() {
 #[test]
 fn acquire_mem_reports_a_cache_action() {
     let h = run(&Cmd::new().pkt3(Opcode::ACQUIRE_MEM, &[0, 0xFFFF_FFFF, 0, 0, 0, 10, 0x4000]));
-    assert_eq!(
-        h.log(),
-        vec!["gfx cache AcquireMem { base: 0, size: 18446744073709551615, coher_cntl: 0, gcr_cntl: 16384 }"]
-    );
+    assert_eq!(h.log(), vec!["gfx cache acquire_mem base=0x0 size=all coher_cntl=0x0 gcr_cntl=0x4000"]);
 }
 
 #[test]
@@ -483,10 +480,10 @@ fn nop_payload_conventions() {
     assert_eq!(
         h.log(),
         vec![
-            "gfx marker Push(\"frame\")",
-            "gfx marker Pop",
-            "gfx marker TracePoint(66)",
-            "gfx marker Comment(\"hello\")",
+            "gfx marker push \"frame\"",
+            "gfx marker pop",
+            "gfx marker trace_point 0x42",
+            "gfx marker comment \"hello\"",
             "gfx flip kind=0x778 label=0x100000=0x51",
         ]
     );
@@ -515,7 +512,7 @@ fn host_commands_registered_by_the_emulator() {
         .pkt3(Opcode::NOP, &[HOST_COMMAND_SIGNATURE | 4]);
     assert_eq!(h.run(&cmd), Ok(ProcessStatus::Completed));
     assert_eq!(h.reg(r::DB_RENDER_CONTROL), 1, "context pop restored the pushed value");
-    assert_eq!(h.log(), vec!["gfx flip kind=0x1", "gfx host_command 0x9 payload=[ab]"]);
+    assert_eq!(h.log(), vec!["gfx flip kind=0x1", "gfx host_command code=0x9 payload=0xab"]);
 }
 
 #[test]

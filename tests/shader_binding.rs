@@ -66,7 +66,7 @@ fn a_draw_carries_the_decoded_containers_of_its_bound_shaders() {
     assert_eq!(outcome.summary.draws, 1);
     assert_eq!(
         outcome.log,
-        vec!["gfx draw DRAW_INDEX_AUTO count=3 instances=0 first=0 base_vertex=0 first_instance=0 prim=4 ps=0x200000[Pixel] es=0x201000[Geometry]"]
+        vec!["gfx #4 draw DRAW_INDEX_AUTO count=3 instances=0 first=0 base_vertex=0 first_instance=0 prim=4 ps=0x200000[Pixel] es=0x201000[Geometry]"]
     );
     assert_eq!(outcome.programs.len(), 2);
     let ps = &outcome.programs[0];
@@ -96,13 +96,13 @@ fn creation_relocates_the_header_in_guest_memory() {
     // The same trace, inspected statically: the SHDR's header decodes, and
     // after creation the code field holds the code address.
     let trace = Trace::from_bytes(build_trace()).unwrap();
-    let mut memory = trace.build_memory().unwrap();
-    let mut registry = pm4core::shader::ShaderRegistry::new();
-    let shader = registry.create(&mut memory, PS_HEADER, PS_CODE, false).unwrap();
+    let memory = trace.build_memory().unwrap();
+    let registry = pm4core::shader::ShaderRegistry::new();
+    let shader = registry.create(&memory, PS_HEADER, PS_CODE, false).unwrap();
     assert_eq!(shader.code_address(), Some(PS_CODE));
     assert!(shader.is_relocated());
     // Creating twice is refused, memory untouched.
     let before = memory.read_u64(PS_HEADER).unwrap();
-    assert!(registry.create(&mut memory, PS_HEADER, PS_CODE, false).is_err());
+    assert!(registry.create(&memory, PS_HEADER, PS_CODE, false).is_err());
     assert_eq!(memory.read_u64(PS_HEADER).unwrap(), before);
 }

@@ -223,7 +223,7 @@ const HEADER_AT: u64 = 0x1_0000_1000;
 const CODE_AT: u64 = 0x7FAB_1234_5600;
 
 fn memory_with(bytes: &[u8]) -> SparseMemory {
-    let mut m = SparseMemory::new();
+    let m = SparseMemory::new();
     m.map_zeroed(HEADER_AT - 0x1000, 0x1000).unwrap();
     m.map_bytes(HEADER_AT, bytes).unwrap();
     m.map_zeroed(HEADER_AT + 0x10000, 0x1000).unwrap();
@@ -239,8 +239,8 @@ fn read_all(m: &SparseMemory, at: u64, len: usize) -> Vec<u8> {
 #[test]
 fn create_relocates_every_pointer_and_patches_the_program_pair() {
     let original = pixel_sample().build();
-    let mut m = memory_with(&original);
-    let s = create_shader(&mut m, HEADER_AT, CODE_AT).unwrap();
+    let m = memory_with(&original);
+    let s = create_shader(&m, HEADER_AT, CODE_AT).unwrap();
     let after = read_all(&m, HEADER_AT, original.len());
     let h = HEADER_AT;
     assert_eq!(u64_at(&after, 0x08), h + 0x110);
@@ -288,8 +288,8 @@ fn create_keeps_the_upper_bits_of_hi() {
     let bytes = AgcBuilder::new(ShaderType::Pixel)
         .sh_registers([RegisterEntry::new(8, 0x1111), RegisterEntry::new(9, 0xABCD_EF00)])
         .build();
-    let mut m = memory_with(&bytes);
-    let s = create_shader(&mut m, HEADER_AT, CODE_AT).unwrap();
+    let m = memory_with(&bytes);
+    let s = create_shader(&m, HEADER_AT, CODE_AT).unwrap();
     assert_eq!(s.sh_registers()[0].value, 0xAB12_3456);
     assert_eq!(s.sh_registers()[1].value, 0xABCD_EF7F);
 }
@@ -308,8 +308,8 @@ fn create_patches_each_type_pair_and_skips_halves() {
             ]);
         }
         let bytes = b.build();
-        let mut m = memory_with(&bytes);
-        let s = create_shader(&mut m, HEADER_AT, CODE_AT).unwrap();
+        let m = memory_with(&bytes);
+        let s = create_shader(&m, HEADER_AT, CODE_AT).unwrap();
         assert_eq!(s.code_address(), Some(CODE_AT), "{ty:?}");
         match ty.program_registers() {
             Some(_) => {
@@ -336,30 +336,30 @@ fn create_patches_each_type_pair_and_skips_halves() {
 #[test]
 fn relocating_twice_is_refused_and_memory_untouched() {
     let bytes = pixel_sample().build();
-    let mut m = memory_with(&bytes);
-    create_shader(&mut m, HEADER_AT, CODE_AT).unwrap();
+    let m = memory_with(&bytes);
+    create_shader(&m, HEADER_AT, CODE_AT).unwrap();
     let before = read_all(&m, HEADER_AT, bytes.len());
-    let err = create_shader(&mut m, HEADER_AT, CODE_AT).unwrap_err();
+    let err = create_shader(&m, HEADER_AT, CODE_AT).unwrap_err();
     assert_eq!(err, ShaderError::AlreadyRelocated { header_address: HEADER_AT, code_field: CODE_AT });
     assert_eq!(read_all(&m, HEADER_AT, bytes.len()), before);
 
     // Absolute pointers without a code address are recognised too.
     m.write_u64(HEADER_AT + 0x10, 0).unwrap();
-    let err = create_shader(&mut m, HEADER_AT, CODE_AT).unwrap_err();
+    let err = create_shader(&m, HEADER_AT, CODE_AT).unwrap_err();
     assert_eq!(err, ShaderError::AlreadyRelocated { header_address: HEADER_AT, code_field: 0 });
 }
 
 #[test]
 fn code_address_rules() {
     let bytes = pixel_sample().build();
-    let mut m = memory_with(&bytes);
+    let m = memory_with(&bytes);
     assert_eq!(
-        create_shader(&mut m, HEADER_AT, CODE_AT + 0x80),
+        create_shader(&m, HEADER_AT, CODE_AT + 0x80),
         Err(ShaderError::MisalignedCode { code_address: CODE_AT + 0x80 })
     );
-    assert_eq!(create_shader(&mut m, HEADER_AT, 0), Err(ShaderError::CodeAddressOutOfRange { code_address: 0 }));
+    assert_eq!(create_shader(&m, HEADER_AT, 0), Err(ShaderError::CodeAddressOutOfRange { code_address: 0 }));
     assert_eq!(
-        create_shader(&mut m, HEADER_AT, 1 << 48),
+        create_shader(&m, HEADER_AT, 1 << 48),
         Err(ShaderError::CodeAddressOutOfRange { code_address: 1 << 48 })
     );
     // Rejected calls wrote nothing.
@@ -369,12 +369,12 @@ fn code_address_rules() {
 #[test]
 fn register_relocated_accepts_created_headers_only() {
     let bytes = pixel_sample().build();
-    let mut m = memory_with(&bytes);
+    let m = memory_with(&bytes);
     assert_eq!(
         register_relocated(&m, HEADER_AT, CODE_AT),
         Err(ShaderError::NotRelocated { header_address: HEADER_AT })
     );
-    let created = create_shader(&mut m, HEADER_AT, CODE_AT).unwrap();
+    let created = create_shader(&m, HEADER_AT, CODE_AT).unwrap();
     let generation = m.write_generation();
     assert_eq!(register_relocated(&m, HEADER_AT, CODE_AT).unwrap(), created);
     assert_eq!(m.write_generation(), generation, "nothing written");
@@ -391,7 +391,7 @@ fn unmapped_header_is_a_memory_error() {
     // Header mapped but its tables are not.
     let mut bytes = pixel_sample().build();
     bytes.truncate(0x80);
-    let mut m = SparseMemory::new();
+    let m = SparseMemory::new();
     m.map_bytes(HEADER_AT, &bytes).unwrap();
     assert!(matches!(AgcShader::read(&m, HEADER_AT), Err(ShaderError::Memory { what: "AGC header tables", .. })));
 }
@@ -627,8 +627,8 @@ fn rejects_missing_or_split_program_pair() {
 #[test]
 fn relocated_headers_must_point_inside_themselves() {
     let bytes = pixel_sample().build();
-    let mut m = memory_with(&bytes);
-    create_shader(&mut m, HEADER_AT, CODE_AT).unwrap();
+    let m = memory_with(&bytes);
+    create_shader(&m, HEADER_AT, CODE_AT).unwrap();
     let relocated = read_all(&m, HEADER_AT, bytes.len());
     // Decoding the relocated bytes at another base fails cleanly.
     assert!(matches!(
@@ -647,15 +647,15 @@ fn registry_creates_caches_and_invalidates() {
     let ps = pixel_sample().build();
     let vs = vertex_sample().build();
     let vs_at = HEADER_AT + 0x400;
-    let mut m = SparseMemory::new();
+    let m = SparseMemory::new();
     m.map_bytes(HEADER_AT, &ps).unwrap();
     m.map_bytes(vs_at, &vs).unwrap();
     let vs_code = CODE_AT + 0x1000;
 
-    let mut reg = ShaderRegistry::new();
+    let reg = ShaderRegistry::new();
     assert!(reg.is_empty());
-    let a = reg.create(&mut m, HEADER_AT, CODE_AT, false).unwrap();
-    let b = reg.create(&mut m, vs_at, vs_code, false).unwrap();
+    let a = reg.create(&m, HEADER_AT, CODE_AT, false).unwrap();
+    let b = reg.create(&m, vs_at, vs_code, false).unwrap();
     assert_eq!(reg.len(), 2);
     assert_eq!(b.shader_type(), ShaderType::Geometry);
 
@@ -698,14 +698,14 @@ fn registry_creates_caches_and_invalidates() {
 #[test]
 fn registry_accepts_already_relocated_headers_and_replaces_by_code() {
     let ps = pixel_sample().build();
-    let mut m = memory_with(&ps);
-    create_shader(&mut m, HEADER_AT, CODE_AT).unwrap();
-    let mut reg = ShaderRegistry::new();
-    assert!(matches!(reg.create(&mut m, HEADER_AT, CODE_AT, false), Err(ShaderError::AlreadyRelocated { .. })));
+    let m = memory_with(&ps);
+    create_shader(&m, HEADER_AT, CODE_AT).unwrap();
+    let reg = ShaderRegistry::new();
+    assert!(matches!(reg.create(&m, HEADER_AT, CODE_AT, false), Err(ShaderError::AlreadyRelocated { .. })));
     assert!(reg.is_empty(), "nothing registered on error");
-    let s = reg.create(&mut m, HEADER_AT, CODE_AT, true).unwrap();
+    let s = reg.create(&m, HEADER_AT, CODE_AT, true).unwrap();
     assert_eq!(s.code_address(), Some(CODE_AT));
-    let again = reg.create(&mut m, HEADER_AT, CODE_AT, true).unwrap();
+    let again = reg.create(&m, HEADER_AT, CODE_AT, true).unwrap();
     assert_eq!(reg.len(), 1);
     assert!(Arc::ptr_eq(&again, &reg.resolve(&m, CODE_AT).unwrap()));
     assert!(reg.remove(CODE_AT));
@@ -771,7 +771,7 @@ fn vs_shaped_blob_is_self_consistent() {
 #[test]
 fn orbshdr_in_guest_memory() {
     let blob = ps0();
-    let mut m = SparseMemory::new();
+    let m = SparseMemory::new();
     m.map_bytes(CODE_AT, &blob).unwrap();
     let code = GnmCode::read(&m, CODE_AT).unwrap();
     assert_eq!(code, GnmCode::decode(&blob).unwrap());
@@ -786,7 +786,7 @@ fn orbshdr_scan_fallback_and_failures() {
     assert_eq!(at, 0x10);
     let loc = locate_orbshdr(&blob).unwrap();
     assert_eq!((loc.offset, loc.method), (0x10, LocateMethod::Scan));
-    let mut m = SparseMemory::new();
+    let m = SparseMemory::new();
     m.map_bytes(0x4000, &blob).unwrap();
     assert_eq!(GnmCode::read(&m, 0x4000).unwrap().location.method, LocateMethod::Scan);
 
@@ -1075,13 +1075,13 @@ mod fuzz {
         let _ = GnmCode::decode(data);
         let _ = Dvlb::parse(data);
         let _ = inspect(data).to_string();
-        let mut m = SparseMemory::new();
+        let m = SparseMemory::new();
         if m.map_bytes(0x1000, data).is_ok() {
             let _ = AgcShader::read(&m, 0x1000);
             let _ = GnmCode::read(&m, 0x1000);
             let _ = register_relocated(&m, 0x1000, 0x10_0000);
-            let mut reg = ShaderRegistry::new();
-            let _ = reg.create(&mut m, 0x1000, 0x10_0000, false);
+            let reg = ShaderRegistry::new();
+            let _ = reg.create(&m, 0x1000, 0x10_0000, false);
             let _ = reg.resolve(&m, 0x10_0000);
         }
     }
@@ -1227,9 +1227,9 @@ mod fuzz {
             // Relocate in guest memory and compare.
             let header_at = spec.header_page * 0x1000 + 0x100_0000;
             let code = spec.code_page << 8;
-            let mut m = SparseMemory::new();
+            let m = SparseMemory::new();
             m.map_bytes(header_at, &bytes).unwrap();
-            let created = create_shader(&mut m, header_at, code).unwrap();
+            let created = create_shader(&m, header_at, code).unwrap();
             prop_assert!(created.is_relocated());
             prop_assert_eq!(created.code_address(), Some(code));
             prop_assert_eq!(created.layout(), s.layout());
@@ -1250,7 +1250,7 @@ mod fuzz {
                 }
             }
             let is_already_relocated = matches!(
-                create_shader(&mut m, header_at, code),
+                create_shader(&m, header_at, code),
                 Err(ShaderError::AlreadyRelocated { .. })
             );
             prop_assert!(is_already_relocated);

@@ -842,7 +842,7 @@ fn zero_region_of_2_pow_47_maps_without_allocating() {
     w.mem(0x1000, &0xffff_1000u32.to_le_bytes()).unwrap();
     w.submit(0, 0x1000, 1).unwrap();
     let trace = w.finish_trace().unwrap();
-    let mut mem = trace.build_memory().unwrap();
+    let mem = trace.build_memory().unwrap();
     assert_eq!(mem.allocated_page_bytes(), 0);
     assert_eq!(mem.read_u64(ADDRESS_SPACE_END - 8).unwrap(), 0);
     mem.write_u32(ADDRESS_SPACE_END - 4, 1).unwrap();

@@ -271,7 +271,7 @@ impl<'a> Disassembler<'a> {
         }
         let whole = bytes.len() / 4 * 4;
         let tail = bytes.len() - whole;
-        let mut memory = SparseMemory::new();
+        let memory = SparseMemory::new();
         memory.map_shared(base, Arc::clone(&bytes), 0, whole).map_err(|_| DisasmError::OutOfRange { base, len })?;
         let size_dw = u32::try_from(whole / 4).unwrap_or(u32::MAX);
         let family = options.family.unwrap_or(GpuFamily::Gfx103);
@@ -332,12 +332,16 @@ impl<'a> Disassembler<'a> {
 
     /// Writes `by_opcode` counts, one `NAME count` line each, as comments.
     pub fn write_summary(summary: &WalkSummary, out: &mut dyn io::Write) -> io::Result<()> {
+        let s = |n: u64| if n == 1 { "" } else { "s" };
         writeln!(
             out,
-            "; {} packets in {} submissions, {} diagnostics{}",
+            "; {} packet{} in {} submission{}, {} diagnostic{}{}",
             summary.packets,
+            s(summary.packets),
             summary.submissions,
+            s(summary.submissions as u64),
             summary.diagnostics,
+            s(summary.diagnostics as u64),
             if summary.complete { "" } else { " (walk stopped by the packet budget)" }
         )?;
         for (name, count) in &summary.by_opcode {

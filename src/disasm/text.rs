@@ -65,8 +65,8 @@ impl<'o> TextWriter<'o> {
         self.put(b") ");
         self.hex_prefixed(s.address, 1);
         self.put(b", ");
-        self.decimal(u64::from(s.size_dw));
-        self.put(b" dwords\n");
+        self.put(crate::counted(u64::from(s.size_dw), "dword", "dwords").as_bytes());
+        self.put(b"\n");
         self.maybe_flush();
     }
 

@@ -86,6 +86,7 @@ pub fn processor(data: &[u8]) -> Outcome {
         render_backends: RENDER_BACKENDS[usize::from(schedule >> 5)],
         max_unknown_reports: 4,
         host_commands: HOST_COMMANDS.to_vec(),
+        skip_unmapped_ibs: schedule & 0x80 != 0,
     };
     let queue = if config_bits & 0x20 != 0 { QueueId(1) } else { QueueId::GRAPHICS };
     let size_dw = if config_bits & 0x80 != 0 { u32::from(asked_dw) } else { (cmd.len() / 4) as u32 };
@@ -101,7 +102,7 @@ pub fn processor(data: &[u8]) -> Outcome {
     let mut shaders = ShaderRegistry::new();
     if config_bits & 0x40 != 0 {
         let before = memory.write_generation();
-        if shaders.create(&mut memory, DATA_BASE, SHADER_CODE, false).is_err() && memory.write_generation() != before {
+        if shaders.create(&memory, DATA_BASE, SHADER_CODE, false).is_err() && memory.write_generation() != before {
             return Err(fail("a rejected shader creation wrote memory".into()));
         }
     }

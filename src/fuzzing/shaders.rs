@@ -37,7 +37,7 @@ pub fn shader_containers(data: &[u8]) -> Outcome {
     decode_all(blob, base);
 
     let header_at = if flags & 1 != 0 { base & ADDRESS_MASK & !3 } else { HEADER_AT };
-    let mut m = SparseMemory::new();
+    let m = SparseMemory::new();
     if m.map_bytes(header_at, blob).is_err() {
         return Ok(());
     }
@@ -48,7 +48,7 @@ pub fn shader_containers(data: &[u8]) -> Outcome {
 
     let pristine = m.clone();
     let before = m.write_generation();
-    match create_shader(&mut m, header_at, code) {
+    match create_shader(&m, header_at, code) {
         Ok(created) => {
             if created.code_address() != Some(code) || !created.is_relocated() {
                 return Err(fail(format!("created at {code:#x} but holds {:?}", created.code_address())));
@@ -57,7 +57,7 @@ pub fn shader_containers(data: &[u8]) -> Outcome {
                 Ok(again) if again == created => {}
                 other => return Err(fail(format!("a created header does not register as created: {other:?}"))),
             }
-            match create_shader(&mut m, header_at, code) {
+            match create_shader(&m, header_at, code) {
                 Err(ShaderError::AlreadyRelocated { .. }) => {}
                 other => return Err(fail(format!("a created header was created again: {other:?}"))),
             }
@@ -71,9 +71,9 @@ pub fn shader_containers(data: &[u8]) -> Outcome {
     }
 
     // The registry on the untouched bytes: create, resolve, host write, resolve.
-    let mut m = pristine;
-    let mut registry = ShaderRegistry::new();
-    if registry.create(&mut m, header_at, code, flags & 2 != 0).is_ok() {
+    let m = pristine;
+    let registry = ShaderRegistry::new();
+    if registry.create(&m, header_at, code, flags & 2 != 0).is_ok() {
         if registry.resolve(&m, code).is_none() {
             return Err(fail(format!("the registry does not resolve {code:#x} right after creating it")));
         }

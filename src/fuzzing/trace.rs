@@ -159,7 +159,7 @@ fn replay(target: &'static str, trace: &Trace) -> Outcome {
             }
             TraceEvent::Shader { header_address, code_address, relocated, .. } => {
                 let before = memory.write_generation();
-                let created = shaders.create(&mut memory, header_address, code_address, relocated);
+                let created = shaders.create(&memory, header_address, code_address, relocated);
                 if let Err(e) = created {
                     let _ = e.to_string();
                     if memory.write_generation() != before {

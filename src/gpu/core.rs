@@ -518,7 +518,7 @@ impl<M: GuestMemory, B: Backend> Core<M, B> {
     fn apply_write(&mut self, address: u64, bytes: &[u8], slot: &Slot<()>) {
         let sched = &mut self.sched;
         sched.log.clear();
-        let mut memory = Tracked { inner: &mut self.memory, log: &mut sched.log };
+        let memory = Tracked::new(&self.memory, &mut sched.log);
         let result = memory.write_bytes(address, bytes);
         sched.stats.host_writes += 1;
         match result {
@@ -571,8 +571,8 @@ impl<M: GuestMemory, B: Backend> Core<M, B> {
         sched.log.clear();
         let status = {
             let _entered = running.span.enter();
-            let mut tracked = Tracked { inner: memory, log: &mut sched.log };
-            let mut env = Env { memory: &mut tracked, backend, shaders };
+            let tracked = Tracked::new(&*memory, &mut sched.log);
+            let mut env = Env { memory: &tracked, backend, shaders };
             q.processor.get_mut().process_slice(&mut env, sched.slice_packets)
         };
         let id = running.sub.id;

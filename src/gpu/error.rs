@@ -121,7 +121,9 @@ impl StallReport {
 
 impl fmt::Display for StallReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "deadlock: {} queue(s) wait and no host write is pending", self.queues.len())?;
+        let n = self.queues.len();
+        let (queues, wait) = if n == 1 { ("queue", "waits") } else { ("queues", "wait") };
+        write!(f, "deadlock: {n} {queues} {wait} and no host write is pending")?;
         for q in &self.queues {
             write!(f, "\n  {q}")?;
         }

@@ -13,7 +13,9 @@ use crate::backend::QueueId;
 
 use super::error::{GpuError, StallReport};
 
-/// Number of a submission, unique per [`super::Gpu`], in call order.
+/// Number of a submission, unique per [`super::Gpu`], in call order from 0
+/// (a replay's submission N is the trace's N-th SUBM chunk, as `pm4 disasm`
+/// numbers them).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SubmissionId(pub u64);
 

@@ -335,7 +335,7 @@ where
     /// interleaving (see the module documentation).
     pub fn deterministic(memory: M, backend: B, config: GpuConfig) -> Self {
         let shared = Self::build(memory, backend, &config);
-        Self { shared, control: None, next_id: AtomicU64::new(1) }
+        Self { shared, control: None, next_id: AtomicU64::new(0) }
     }
 
     /// A GPU with a worker thread that runs queues as work arrives.
@@ -355,7 +355,7 @@ where
         Ok(Self {
             shared,
             control: Some(Control { tx, sent: Arc::new(AtomicU64::new(0)), stop, worker: Some(worker) }),
-            next_id: AtomicU64::new(1),
+            next_id: AtomicU64::new(0),
         })
     }
 
@@ -584,6 +584,20 @@ where
         let mut core = self.shared.core.lock();
         let q = core.sched.queues.get_mut(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
         Ok(f(q.processor.get_mut()))
+    }
+
+    /// A look at `queue`'s processor and the guest memory together (one
+    /// lock): what a per-packet observer reads between slices.
+    pub fn with_processor_and_memory<R>(
+        &self,
+        queue: QueueId,
+        f: impl FnOnce(&Processor, &M) -> R,
+    ) -> Result<R, GpuError> {
+        let index = queue_index(queue)?;
+        let mut core = self.shared.core.lock();
+        let core = &mut *core;
+        let q = core.sched.queues.get_mut(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
+        Ok(f(q.processor.get_mut(), &core.memory))
     }
 
     /// `queue`'s register file, for host-side set-up; the queue re-checks a

@@ -60,20 +60,31 @@ impl WriteLog {
 }
 
 /// Guest memory that notes every write in a [`WriteLog`].
-pub(crate) struct Tracked<'a, M: GuestMemory> {
-    pub(crate) inner: &'a mut M,
-    pub(crate) log: &'a mut WriteLog,
+pub(crate) struct Tracked<'a, M: GuestMemory + ?Sized> {
+    pub(crate) inner: &'a M,
+    pub(crate) log: parking_lot::Mutex<&'a mut WriteLog>,
 }
 
-impl<M: GuestMemory> GuestMemory for Tracked<'_, M> {
+impl<'a, M: GuestMemory + ?Sized> Tracked<'a, M> {
+    pub(crate) fn new(inner: &'a M, log: &'a mut WriteLog) -> Self {
+        Self { inner, log: parking_lot::Mutex::new(log) }
+    }
+
+    #[inline]
+    fn record(&self, address: u64, len: u64) {
+        self.log.lock().record(address, len);
+    }
+}
+
+impl<M: GuestMemory + ?Sized> GuestMemory for Tracked<'_, M> {
     #[inline]
     fn read_bytes(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryError> {
         self.inner.read_bytes(address, out)
     }
 
     #[inline]
-    fn write_bytes(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryError> {
-        self.log.record(address, data.len() as u64);
+    fn write_bytes(&self, address: u64, data: &[u8]) -> Result<(), MemoryError> {
+        self.record(address, data.len() as u64);
         self.inner.write_bytes(address, data)
     }
 
@@ -98,24 +109,34 @@ impl<M: GuestMemory> GuestMemory for Tracked<'_, M> {
     }
 
     #[inline]
-    fn write_u32(&mut self, address: u64, value: u32) -> Result<(), MemoryError> {
-        self.log.record(address, 4);
+    fn write_u32(&self, address: u64, value: u32) -> Result<(), MemoryError> {
+        self.record(address, 4);
         self.inner.write_u32(address, value)
     }
 
     #[inline]
-    fn write_u64(&mut self, address: u64, value: u64) -> Result<(), MemoryError> {
-        self.log.record(address, 8);
+    fn write_u64(&self, address: u64, value: u64) -> Result<(), MemoryError> {
+        self.record(address, 8);
         self.inner.write_u64(address, value)
     }
 
-    fn fill(&mut self, address: u64, len: u64, pattern: u32) -> Result<(), MemoryError> {
-        self.log.record(address, len);
+    fn atomic_update_u32(&self, address: u64, update: &mut dyn FnMut(u32) -> u32) -> Result<u32, MemoryError> {
+        self.record(address, 4);
+        self.inner.atomic_update_u32(address, update)
+    }
+
+    fn atomic_update_u64(&self, address: u64, update: &mut dyn FnMut(u64) -> u64) -> Result<u64, MemoryError> {
+        self.record(address, 8);
+        self.inner.atomic_update_u64(address, update)
+    }
+
+    fn fill(&self, address: u64, len: u64, pattern: u32) -> Result<(), MemoryError> {
+        self.record(address, len);
         self.inner.fill(address, len, pattern)
     }
 
-    fn copy(&mut self, dst: u64, src: u64, len: u64) -> Result<(), MemoryError> {
-        self.log.record(dst, len);
+    fn copy(&self, dst: u64, src: u64, len: u64) -> Result<(), MemoryError> {
+        self.record(dst, len);
         self.inner.copy(dst, src, len)
     }
 }
@@ -245,6 +266,10 @@ impl<B: Backend> Backend for Tap<B> {
         self.inner.unknown_packet(report)
     }
 
+    fn skipped_indirect_buffer(&mut self, queue: QueueId, location: &PacketLocation, address: u64, size_dw: u32) {
+        self.inner.skipped_indirect_buffer(queue, location, address, size_dw)
+    }
+
     fn gpu_clock(&mut self) -> Option<u64> {
         self.inner.gpu_clock()
     }
@@ -255,7 +280,7 @@ impl<B: Backend> Backend for Tap<B> {
         kind: SampleKind,
         address: u64,
         render_backends: u32,
-        memory: &mut dyn GuestMemory,
+        memory: &dyn GuestMemory,
     ) -> Result<(), MemoryError> {
         self.inner.sample_event(queue, kind, address, render_backends, memory)
     }

@@ -78,8 +78,24 @@ impl CompareFunction {
         }
     }
 
-    /// Short name as the disassembler prints it.
+    /// Name as the disassembler prints it and the assembler reads it
+    /// (`FUNCTION=eq`).
     pub fn name(self) -> &'static str {
+        match self {
+            Self::Always => "always",
+            Self::Less => "lt",
+            Self::LessEqual => "le",
+            Self::Equal => "eq",
+            Self::NotEqual => "ne",
+            Self::GreaterEqual => "ge",
+            Self::Greater => "gt",
+            Self::Reserved => "reserved",
+        }
+    }
+
+    /// The comparison as an operator between value and reference (`>=`),
+    /// for sentences such as a wait's reason.
+    pub fn symbol(self) -> &'static str {
         match self {
             Self::Always => "always",
             Self::Less => "<",

@@ -95,7 +95,7 @@ impl std::fmt::Display for SuspendReason {
                     f,
                     "WAIT_REG_MEM{} on {what}: (value {current:#x} & mask {mask:#x}) {} reference {reference:#x} is false",
                     if is_64 { "64" } else { "" },
-                    function.name()
+                    function.symbol()
                 )
             }
             SuspendReason::AtomicLoop { address, compare, current } => {

@@ -79,6 +79,10 @@ pub struct ProcessorConfig {
     /// Calls [`Backend::packet`] for every packet decoded (timelines,
     /// recorders); off by default: it costs a call per packet.
     pub report_packets: bool,
+    /// An indirect buffer whose memory is not mapped (command-only captures)
+    /// is reported ([`Backend::skipped_indirect_buffer`]) and skipped instead
+    /// of stopping the submission with a memory error.
+    pub skip_unmapped_ibs: bool,
 }
 
 impl Default for ProcessorConfig {
@@ -91,16 +95,43 @@ impl Default for ProcessorConfig {
             host_commands: Vec::new(),
             max_unknown_reports: 64,
             report_packets: false,
+            skip_unmapped_ibs: false,
         }
     }
 }
 
 /// Where a processor's effects go: guest memory, the backend and the shader
 /// registry, all borrowed for one call.
+///
+/// Memory and shader registry are shared (`&`): other threads (the emulated
+/// CPU, other queues) may use them during the call. The backend is the
+/// caller's for the call.
+///
+/// # Example
+///
+/// ```
+/// use pm4core::backend::{QueueId, RecordingBackend};
+/// use pm4core::memory::{GuestMemory, SparseMemory};
+/// use pm4core::packet::{Header, Opcode};
+/// use pm4core::processor::{Env, ProcessStatus, Processor};
+/// use pm4core::shader::ShaderRegistry;
+///
+/// // WRITE_DATA of 0x1234 to 0x2000 (dst_sel = memory, WR_CONFIRM).
+/// let words = [Header::type3(Opcode::WRITE_DATA, 4).0, 5 << 8 | 1 << 20, 0x2000, 0, 0x1234];
+/// let memory = SparseMemory::new();
+/// memory.map_dwords(0x1000, &words).unwrap();
+/// memory.map_zeroed(0x2000, 0x1000).unwrap();
+/// let (mut backend, shaders) = (RecordingBackend::new(), ShaderRegistry::new());
+/// let mut processor = Processor::new(QueueId::GRAPHICS);
+/// processor.submit(0x1000, words.len() as u32).unwrap();
+/// let mut env = Env { memory: &memory, backend: &mut backend, shaders: &shaders };
+/// assert_eq!(processor.process(&mut env).unwrap(), ProcessStatus::Completed);
+/// assert_eq!(memory.read_u32(0x2000).unwrap(), 0x1234);
+/// ```
 pub struct Env<'a> {
-    pub memory: &'a mut dyn GuestMemory,
+    pub memory: &'a dyn GuestMemory,
     pub backend: &'a mut dyn Backend,
-    pub shaders: &'a mut ShaderRegistry,
+    pub shaders: &'a ShaderRegistry,
 }
 
 /// How a call to [`Processor::process`] ended.
@@ -232,8 +263,10 @@ pub struct ProcessorState {
     pub programs: [ProgramBinding; 4],
     /// The compute program (resolved lazily at dispatches).
     pub compute_program: ProgramBinding,
-    /// Registry generation the bindings were resolved against.
+    /// Registry generation the graphics bindings were resolved against.
     pub(crate) programs_generation: u64,
+    /// Registry generation the compute binding was resolved against.
+    pub(crate) compute_program_generation: u64,
     /// The constant engine's RAM, allocated by its first use.
     pub ce_ram: Vec<u8>,
     pub ce_counter: u32,
@@ -265,6 +298,7 @@ impl ProcessorState {
             programs: Default::default(),
             compute_program: ProgramBinding::default(),
             programs_generation: u64::MAX,
+            compute_program_generation: u64::MAX,
             ce_ram: Vec::new(),
             ce_counter: 0,
             de_counter: 0,
@@ -581,7 +615,7 @@ fn run_packets(
             let remaining = size - offset;
             let address = buffer.wrapping_add(u64::from(offset) * 4);
 
-            let start = match window.ensure(&*env.memory, address, 1, remaining) {
+            let start = match window.ensure(env.memory, address, 1, remaining) {
                 Ok(start) => start,
                 Err(source) => return Err(Pm4Error::Memory { location, opcode: Opcode::NOP, source }),
             };
@@ -623,7 +657,7 @@ fn run_packets(
             let start = if window.holds(start, length) {
                 start
             } else {
-                window.ensure(&*env.memory, address, length, remaining).map_err(|source| Pm4Error::Memory {
+                window.ensure(env.memory, address, length, remaining).map_err(|source| Pm4Error::Memory {
                     location,
                     opcode: header.opcode(),
                     source,
@@ -676,9 +710,9 @@ fn run_packets(
                         engine,
                         exec: &mut *exec,
                         state: &mut *state,
-                        memory: WatchedMemory::new(&mut *env.memory, window_range),
+                        memory: WatchedMemory::new(env.memory, window_range),
                         backend: &mut *env.backend,
-                        shaders: &mut *env.shaders,
+                        shaders: env.shaders,
                         location: &packet.location,
                         opcode,
                     };

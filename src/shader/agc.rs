@@ -1412,7 +1412,7 @@ fn stage(blob: &mut [u8], writes: &mut Vec<StagedWrite>, offset: u32, value: &[u
     writes.push(StagedWrite { offset, bytes, len });
 }
 
-fn apply_writes(mem: &mut dyn GuestMemory, header_address: u64, writes: &[StagedWrite]) -> Result<(), ShaderError> {
+fn apply_writes(mem: &dyn GuestMemory, header_address: u64, writes: &[StagedWrite]) -> Result<(), ShaderError> {
     for w in writes {
         let address = header_address.wrapping_add(u64::from(w.offset));
         let value = w.bytes.get(..w.len).unwrap_or(&[]);
@@ -1449,13 +1449,9 @@ fn apply_writes(mem: &mut dyn GuestMemory, header_address: u64, writes: &[Staged
 ///   overwrite variant that keeps HI's upper bits (§3). It
 ///   equals every source's result when the stored pair is zero, as in all
 ///   samples.
-pub fn create_shader(
-    mem: &mut dyn GuestMemory,
-    header_address: u64,
-    code_address: u64,
-) -> Result<AgcShader, ShaderError> {
+pub fn create_shader(mem: &dyn GuestMemory, header_address: u64, code_address: u64) -> Result<AgcShader, ShaderError> {
     check_code_address(code_address)?;
-    let mut blob = read_header_blob(&*mem, header_address)?;
+    let mut blob = read_header_blob(mem, header_address)?;
     let code_field = bytes::u64_at(&blob, u64::from(offsets::CODE)).unwrap_or(0);
     if code_field != 0 {
         return Err(ShaderError::AlreadyRelocated { header_address, code_field });

@@ -10,7 +10,10 @@
 //! nobody registered is a raw-code shader: `None`, not an error.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+use parking_lot::RwLock;
 
 use crate::memory::GuestMemory;
 
@@ -28,25 +31,76 @@ struct Entry {
 }
 
 /// One registered shader, as [`ShaderRegistry::iter`] yields it.
-#[derive(Debug, Clone, Copy)]
-pub struct Registration<'a> {
+#[derive(Debug, Clone)]
+pub struct Registration {
     /// The code address the shader is keyed by.
     pub code_address: u64,
     /// Where its header lives.
     pub header_address: u64,
     /// The decoded container, unless invalidated and not resolved since.
-    pub shader: Option<&'a Arc<AgcShader>>,
+    pub shader: Option<Arc<AgcShader>>,
 }
 
-/// Registered AGC shaders keyed by code address, decoded once and cached.
 #[derive(Debug, Clone, Default)]
-pub struct ShaderRegistry {
+struct Entries {
     by_code: HashMap<u64, Entry>,
     /// `(header_address, code_address)` of every entry, for range invalidation.
     by_header: BTreeSet<(u64, u64)>,
+}
+
+impl Entries {
+    fn remove(&mut self, code_address: u64) -> bool {
+        match self.by_code.remove(&code_address) {
+            Some(entry) => {
+                self.by_header.remove(&(entry.header_address, code_address));
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Registered AGC shaders keyed by code address, decoded once and cached.
+///
+/// Shared by every queue of a [`crate::gpu::Gpu`] through `&self`: a
+/// reader-writer lock guards the entries (a cache hit takes it shared), and
+/// the [`generation`](Self::generation) is an atomic that processors read
+/// without the lock.
+///
+/// # Example
+///
+/// An emulator's `sceAgcCreateShader` registers the container; the next draw
+/// or dispatch that binds the code address finds it:
+///
+/// ```
+/// use pm4core::memory::SparseMemory;
+/// use pm4core::shader::{builder::AgcBuilder, ShaderRegistry, ShaderType};
+///
+/// let memory = SparseMemory::new();
+/// let container = AgcBuilder::new(ShaderType::Compute).build();
+/// memory.map_bytes(0x1000, &container).unwrap();
+/// memory.map_zeroed(0x10_0000, 0x1000).unwrap();
+/// let registry = ShaderRegistry::new();
+/// registry.create(&memory, 0x1000, 0x10_0000, false).unwrap();
+/// assert!(registry.resolve(&memory, 0x10_0000).is_some());
+/// // The host rewrote the header: decoded again at the next use.
+/// assert_eq!(registry.invalidate_range(0x1000, 4), 1);
+/// ```
+#[derive(Debug, Default)]
+pub struct ShaderRegistry {
+    entries: RwLock<Entries>,
     /// Bumped whenever a registration or a cached decode changes, so that
     /// processors know their resolved program bindings may be stale.
-    generation: u64,
+    generation: AtomicU64,
+}
+
+impl Clone for ShaderRegistry {
+    fn clone(&self) -> Self {
+        Self {
+            entries: RwLock::new(self.entries.read().clone()),
+            generation: AtomicU64::new(self.generation.load(Ordering::Acquire)),
+        }
+    }
 }
 
 impl ShaderRegistry {
@@ -55,20 +109,24 @@ impl ShaderRegistry {
         Self::default()
     }
 
+    fn bump(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
     /// Creates (relocates, see [`agc::create_shader`]) or, when
     /// `already_relocated`, accepts (see [`agc::register_relocated`]) the
     /// container at `header_address` and registers it under `code_address`.
     /// A shader registered before under the same code address is replaced.
     /// On error nothing is registered.
     pub fn create(
-        &mut self,
-        mem: &mut dyn GuestMemory,
+        &self,
+        mem: &dyn GuestMemory,
         header_address: u64,
         code_address: u64,
         already_relocated: bool,
     ) -> Result<Arc<AgcShader>, ShaderError> {
         let shader = if already_relocated {
-            agc::register_relocated(&*mem, header_address, code_address)?
+            agc::register_relocated(mem, header_address, code_address)?
         } else {
             agc::create_shader(mem, header_address, code_address)?
         };
@@ -78,19 +136,21 @@ impl ShaderRegistry {
     }
 
     /// Registers an already decoded shader under `code_address`.
-    pub fn insert(&mut self, code_address: u64, shader: Arc<AgcShader>) {
-        self.generation = self.generation.wrapping_add(1);
+    pub fn insert(&self, code_address: u64, shader: Arc<AgcShader>) {
         let (header_address, header_size) = shader.extent();
-        self.remove(code_address);
-        self.by_header.insert((header_address, code_address));
-        self.by_code.insert(code_address, Entry { header_address, header_size, shader: Some(shader) });
+        let mut entries = self.entries.write();
+        entries.remove(code_address);
+        entries.by_header.insert((header_address, code_address));
+        entries.by_code.insert(code_address, Entry { header_address, header_size, shader: Some(shader) });
+        drop(entries);
+        self.bump();
     }
 
     /// The container registered for `code_address`; `None` when none is (a
     /// raw-code shader) or when its header no longer decodes after a host
     /// rewrite (the registration is then dropped). A cache hit does not
     /// allocate.
-    pub fn resolve(&mut self, mem: &dyn GuestMemory, code_address: u64) -> Option<Arc<AgcShader>> {
+    pub fn resolve(&self, mem: &dyn GuestMemory, code_address: u64) -> Option<Arc<AgcShader>> {
         match self.try_resolve(mem, code_address) {
             Ok(found) => found,
             Err(err) => {
@@ -102,18 +162,17 @@ impl ShaderRegistry {
 
     /// Like [`resolve`](Self::resolve), but reports why a registered header
     /// that was invalidated no longer decodes (the registration is dropped).
-    pub fn try_resolve(
-        &mut self,
-        mem: &dyn GuestMemory,
-        code_address: u64,
-    ) -> Result<Option<Arc<AgcShader>>, ShaderError> {
-        let Some(entry) = self.by_code.get_mut(&code_address) else {
-            return Ok(None);
+    pub fn try_resolve(&self, mem: &dyn GuestMemory, code_address: u64) -> Result<Option<Arc<AgcShader>>, ShaderError> {
+        let header_address = {
+            let entries = self.entries.read();
+            let Some(entry) = entries.by_code.get(&code_address) else {
+                return Ok(None);
+            };
+            if let Some(shader) = &entry.shader {
+                return Ok(Some(Arc::clone(shader)));
+            }
+            entry.header_address
         };
-        if let Some(shader) = &entry.shader {
-            return Ok(Some(Arc::clone(shader)));
-        }
-        let header_address = entry.header_address;
         // The header must still describe this code: its code field holds
         // the key (or is still empty, for a shader inserted unrelocated).
         let decoded = AgcShader::read(mem, header_address).and_then(|shader| match shader.code_address() {
@@ -122,35 +181,49 @@ impl ShaderRegistry {
             }
             _ => Ok(shader),
         });
+        let mut entries = self.entries.write();
         match decoded {
             Ok(shader) => {
                 let shader = Arc::new(shader);
-                entry.header_size = shader.extent().1;
-                entry.shader = Some(Arc::clone(&shader));
+                match entries.by_code.get_mut(&code_address) {
+                    // Still the registration that was read (no concurrent replacement).
+                    Some(entry) if entry.header_address == header_address => {
+                        if let Some(cached) = &entry.shader {
+                            return Ok(Some(Arc::clone(cached)));
+                        }
+                        entry.header_size = shader.extent().1;
+                        entry.shader = Some(Arc::clone(&shader));
+                    }
+                    _ => {}
+                }
                 Ok(Some(shader))
             }
             Err(err) => {
-                self.remove(code_address);
+                if entries.by_code.get(&code_address).is_some_and(|e| e.header_address == header_address) {
+                    entries.remove(code_address);
+                    drop(entries);
+                    self.bump();
+                }
                 Err(err)
             }
         }
     }
 
     /// The cached container for `code_address` without decoding anything.
-    pub fn get(&self, code_address: u64) -> Option<&Arc<AgcShader>> {
-        self.by_code.get(&code_address)?.shader.as_ref()
+    pub fn get(&self, code_address: u64) -> Option<Arc<AgcShader>> {
+        self.entries.read().by_code.get(&code_address)?.shader.clone()
     }
 
     /// True when `code_address` is registered (cached or not).
     pub fn contains(&self, code_address: u64) -> bool {
-        self.by_code.contains_key(&code_address)
+        self.entries.read().by_code.contains_key(&code_address)
     }
 
     /// The host wrote `[address, address + len)`: forget the decoded form of
     /// every shader whose header or tables overlap it, so that the next
     /// [`resolve`](Self::resolve) decodes it again. Returns how many cache
     /// entries were dropped.
-    pub fn invalidate_range(&mut self, address: u64, len: u64) -> usize {
+    pub fn invalidate_range(&self, address: u64, len: u64) -> usize {
         if len == 0 {
             return 0;
         }
@@ -159,8 +232,10 @@ impl ShaderRegistry {
         // in [address - MAX_HEADER_SIZE, end) can overlap.
         let first = address.saturating_sub(u64::from(MAX_HEADER_SIZE));
         let mut dropped = 0;
-        for &(header_address, code_address) in self.by_header.range((first, 0)..(end, 0)) {
-            let Some(entry) = self.by_code.get_mut(&code_address) else {
+        let mut entries = self.entries.write();
+        let Entries { by_code, by_header } = &mut *entries;
+        for &(header_address, code_address) in by_header.range((first, 0)..(end, 0)) {
+            let Some(entry) = by_code.get_mut(&code_address) else {
                 continue;
             };
             let header_end = header_address.saturating_add(entry.header_size);
@@ -168,51 +243,73 @@ impl ShaderRegistry {
                 dropped += 1;
             }
         }
+        drop(entries);
         if dropped > 0 {
-            self.generation = self.generation.wrapping_add(1);
+            self.bump();
+        }
+        dropped
+    }
+
+    /// Forgets the decoded form of every shader (the host changed memory
+    /// without saying where); each is decoded again at its next use.
+    pub fn invalidate_all(&self) -> usize {
+        let mut dropped = 0;
+        for entry in self.entries.write().by_code.values_mut() {
+            if entry.shader.take().is_some() {
+                dropped += 1;
+            }
+        }
+        if dropped > 0 {
+            self.bump();
         }
         dropped
     }
 
     /// Changes whenever what [`resolve`](Self::resolve) may return changes.
+    #[inline]
     pub fn generation(&self) -> u64 {
-        self.generation
+        self.generation.load(Ordering::Acquire)
     }
 
     /// Unregisters `code_address`; returns whether it was registered.
-    pub fn remove(&mut self, code_address: u64) -> bool {
-        match self.by_code.remove(&code_address) {
-            Some(entry) => {
-                self.by_header.remove(&(entry.header_address, code_address));
-                self.generation = self.generation.wrapping_add(1);
-                true
-            }
-            None => false,
+    pub fn remove(&self, code_address: u64) -> bool {
+        let removed = self.entries.write().remove(code_address);
+        if removed {
+            self.bump();
         }
+        removed
     }
 
     /// Forgets everything.
-    pub fn clear(&mut self) {
-        self.generation = self.generation.wrapping_add(1);
-        self.by_code.clear();
-        self.by_header.clear();
+    pub fn clear(&self) {
+        let mut entries = self.entries.write();
+        entries.by_code.clear();
+        entries.by_header.clear();
+        drop(entries);
+        self.bump();
     }
 
     /// Number of registered shaders.
     pub fn len(&self) -> usize {
-        self.by_code.len()
+        self.entries.read().by_code.len()
     }
 
     /// True when nothing is registered.
     pub fn is_empty(&self) -> bool {
-        self.by_code.is_empty()
+        self.entries.read().by_code.is_empty()
     }
 
-    /// Every registration, in header-address order.
-    pub fn iter(&self) -> impl Iterator<Item = Registration<'_>> + '_ {
-        self.by_header.iter().filter_map(move |&(header_address, code_address)| {
-            let entry = self.by_code.get(&code_address)?;
-            Some(Registration { code_address, header_address, shader: entry.shader.as_ref() })
-        })
+    /// Every registration, in header-address order (a snapshot).
+    pub fn iter(&self) -> std::vec::IntoIter<Registration> {
+        let entries = self.entries.read();
+        let list: Vec<Registration> = entries
+            .by_header
+            .iter()
+            .filter_map(|&(header_address, code_address)| {
+                let entry = entries.by_code.get(&code_address)?;
+                Some(Registration { code_address, header_address, shader: entry.shader.clone() })
+            })
+            .collect();
+        list.into_iter()
     }
 }

@@ -104,7 +104,7 @@ impl Harness {
     }
 
     pub fn with_config(queue: QueueId, config: ProcessorConfig) -> Self {
-        let mut memory = SparseMemory::new();
+        let memory = SparseMemory::new();
         // Scratch memory for labels and data at 0x10_0000.
         memory.map_zeroed(0x10_0000, 0x10_0000).unwrap();
         Self {

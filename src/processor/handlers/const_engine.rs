@@ -63,7 +63,7 @@ pub(crate) fn dump_const_ram(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, 
     };
     let range = ram_range(ctx, d0 & 0xFFFF, u64::from(num) * 4)?;
     let result = match ctx.state.ce_ram.get(range) {
-        Some(ram) => crate::memory::GuestMemory::write_bytes(&mut ctx.memory, address, ram),
+        Some(ram) => crate::memory::GuestMemory::write_bytes(&ctx.memory, address, ram),
         None => Ok(()),
     };
     result.map_err(|e| ctx.mem_err(e))?;

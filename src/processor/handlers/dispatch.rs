@@ -13,11 +13,14 @@ use crate::regs::gfx103 as r;
 fn refresh_compute_program(ctx: &mut Ctx<'_>) {
     let generation = ctx.shaders.generation();
     let address = ctx.state.regs.view().program_address(ProgramStage::Cs);
-    if ctx.state.compute_program.address == address && generation == ctx.state.programs_generation {
+    // The compute binding has its own generation: a draw resolving the
+    // graphics stages must not make a stale compute binding look current.
+    if ctx.state.compute_program.address == address && generation == ctx.state.compute_program_generation {
         return;
     }
     let container = if address != 0 { ctx.shaders.resolve(&ctx.memory, address) } else { None };
     ctx.state.compute_program = ProgramBinding { address, container };
+    ctx.state.compute_program_generation = generation;
     ctx.state.dirty &= !state_group::COMPUTE_PROGRAM;
 }
 

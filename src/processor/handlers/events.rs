@@ -36,7 +36,7 @@ pub(crate) fn event_write(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4
     if let (Some(kind), Some(address)) = (sample, e.address) {
         let queue = ctx.state.queue;
         let rbs = ctx.state.config.render_backends;
-        let r = ctx.backend.sample_event(queue, kind, address, rbs, &mut ctx.memory);
+        let r = ctx.backend.sample_event(queue, kind, address, rbs, &ctx.memory);
         r.map_err(|err| ctx.mem_err(err))?;
         return Ok(Flow::Continue);
     }

@@ -1,6 +1,7 @@
 //! INDIRECT_BUFFER (call, or CHAIN = jump), its conditional form, and
 //! INDIRECT_BUFFER_CONST (a buffer for the constant engine).
 
+use crate::memory::{GuestMemory, MemoryError};
 use crate::packet::body::{CondIndirectBuffer, IndirectBuffer};
 use crate::packet::Packet;
 use crate::processor::context::{Ctx, Flow};
@@ -12,6 +13,9 @@ use crate::processor::{Engine, Pm4Error};
 fn enter(ctx: &mut Ctx<'_>, address: u64, size_dw: u32, chain: bool) -> Result<Flow, Pm4Error> {
     if size_dw == 0 {
         return Ok(Flow::Continue);
+    }
+    if let Some(flow) = unmapped(ctx, address, size_dw)? {
+        return Ok(flow);
     }
     if chain {
         ctx.exec.chain(address, size_dw);
@@ -26,6 +30,24 @@ fn enter(ctx: &mut Ctx<'_>, address: u64, size_dw: u32, chain: bool) -> Result<F
         });
     }
     Ok(Flow::Continue)
+}
+
+/// A buffer whose first dword is not mapped: an error naming this
+/// INDIRECT_BUFFER packet (not the first packet of a buffer that cannot be
+/// read), or with [`crate::processor::ProcessorConfig::skip_unmapped_ibs`]
+/// a report to the backend and the next packet.
+fn unmapped(ctx: &mut Ctx<'_>, address: u64, size_dw: u32) -> Result<Option<Flow>, Pm4Error> {
+    // The first header only: a buffer whose tail is unmapped runs up to the hole.
+    let len = 4;
+    if ctx.memory.is_mapped(address, len) {
+        return Ok(None);
+    }
+    if ctx.state.config.skip_unmapped_ibs {
+        tracing::warn!(queue = %ctx.state.queue, location = %ctx.location, "skipped indirect buffer {address:#x} ({size_dw} dwords): not mapped");
+        ctx.backend.skipped_indirect_buffer(ctx.state.queue, ctx.location, address, size_dw);
+        return Ok(Some(Flow::Continue));
+    }
+    Err(ctx.mem_err(MemoryError::Unmapped { address, len }))
 }
 
 pub(crate) fn indirect_buffer(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
@@ -68,6 +90,9 @@ pub(crate) fn indirect_buffer_const(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result
     }
     if size_dw == 0 {
         return Ok(Flow::Continue);
+    }
+    if let Some(flow) = unmapped(ctx, address, size_dw)? {
+        return Ok(flow);
     }
     ctx.state.ce_pending.push((address, size_dw));
     Ok(Flow::RunConstantEngine)

@@ -198,20 +198,43 @@ fn atomic_result(op: u32, old: u64, src: u64, cmp: u64, is_64: bool) -> Option<u
 pub(crate) fn atomic_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
     let a = AtomicMem::decode(p).map_err(|e| ctx.body_err(e))?;
     let is_64 = a.is_64();
-    let old = if is_64 { ctx.read_u64(a.address)? } else { u64::from(ctx.read_u32(a.address)?) };
     let (src, cmp) = if is_64 { (a.src, a.cmp) } else { (a.src & 0xFFFF_FFFF, a.cmp & 0xFFFF_FFFF) };
+    let op = a.base_op();
     // COMMAND 1: repeat the compare-swap until it succeeds (a spin lock).
-    if a.command == 1 && a.base_op() == 0x08 && old != cmp {
-        return Ok(Flow::Suspend(SuspendReason::AtomicLoop { address: a.address, compare: cmp, current: old }));
-    }
-    let Some(new) = atomic_result(a.base_op(), old, src, cmp, is_64) else {
+    let spin = a.command == 1 && op == 0x08;
+    let read = || -> Result<u64, Pm4Error> {
+        if is_64 {
+            ctx.read_u64(a.address)
+        } else {
+            ctx.read_u32(a.address).map(u64::from)
+        }
+    };
+    if atomic_result(op, 0, src, cmp, is_64).is_none() {
+        read()?;
         report_not_emulated(ctx, "atomic operation");
         return Ok(Flow::Continue);
+    }
+    if spin {
+        let current = read()?;
+        if current != cmp {
+            return Ok(Flow::Suspend(SuspendReason::AtomicLoop { address: a.address, compare: cmp, current }));
+        }
+    }
+    // One indivisible read-modify-write on guest memory: a CPU thread or
+    // another queue never sees (or slips between) a half-done operation.
+    let mut update = |old: u64| match atomic_result(op, old, src, cmp, is_64) {
+        Some(new) if !spin || old == cmp => new,
+        _ => old,
     };
-    if is_64 {
-        ctx.write_u64(a.address, new)?;
+    let old = if is_64 {
+        ctx.memory.atomic_update_u64(a.address, &mut update)
     } else {
-        ctx.write_u32(a.address, new as u32)?;
+        ctx.memory.atomic_update_u32(a.address, &mut |old| update(u64::from(old)) as u32).map(u64::from)
+    }
+    .map_err(|e| ctx.mem_err(e))?;
+    if spin && old != cmp {
+        // Another thread changed it between the check and the swap.
+        return Ok(Flow::Suspend(SuspendReason::AtomicLoop { address: a.address, compare: cmp, current: old }));
     }
     Ok(Flow::Continue)
 }

@@ -32,7 +32,7 @@ pub(crate) fn unhandled(state: &mut ProcessorState, env: &mut Env<'_>, packet: &
         return Ok(Flow::Continue);
     }
     state.stats.unknown += 1;
-    let report = unknown_packet_report(state.queue, &*env.memory, packet);
+    let report = unknown_packet_report(state.queue, env.memory, packet);
     tracing::warn!(
         queue = %state.queue,
         location = %packet.location,
