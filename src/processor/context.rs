@@ -167,6 +167,17 @@ impl Ctx<'_> {
         write_register(self.state, register, value);
     }
 
+    /// [`Self::write_register`] for a register named at compile time: one
+    /// without an action is stored with no table lookup.
+    #[inline]
+    pub fn write_named_register<const REGISTER: u32>(&mut self, value: u32) {
+        if const { tables::has_action(REGISTER) } {
+            write_register(self.state, REGISTER, value);
+        } else if !self.state.regs.set(REGISTER, value) {
+            outside_register_file(self.state, REGISTER);
+        }
+    }
+
     /// The next timestamp: the backend's clock or the deterministic one.
     pub fn gpu_clock(&mut self) -> u64 {
         match self.backend.gpu_clock() {

@@ -268,7 +268,29 @@ pub(crate) fn register_run_marks(first: u32, count: usize) -> u32 {
     };
     let start = (first - base) as usize;
     let end = start.saturating_add(count).min(table.len());
-    table.get(start..end).unwrap_or(&[]).iter().fold(0, |marks, m| marks | m)
+    let marks = table.get(start..end).unwrap_or(&[]);
+    match marks.len() {
+        0 => 0,
+        // Up to four registers without a loop (see `store_run`).
+        n @ 1..=4 => {
+            let last = n - 1;
+            let at = |k: usize| marks.get(k.min(last)).copied().unwrap_or(0);
+            at(0) | at(1) | at(2) | at(3)
+        }
+        _ => marks.iter().fold(0, |acc, m| acc | m),
+    }
+}
+
+/// True when writing `register` (absolute) does more than store the value:
+/// evaluated at compile time for the registers handlers write by name.
+pub(crate) const fn has_action(register: u32) -> bool {
+    let action = match register {
+        0x2C00..=0x2FFF => sh_table()[(register - space::SH) as usize],
+        0xA000..=0xA3FF => context_table()[(register - space::CONTEXT) as usize],
+        0xC000..=0xFFFF => uconfig_table()[(register - space::UCONFIG) as usize],
+        _ => RegisterAction::None,
+    };
+    !matches!(action, RegisterAction::None)
 }
 
 /// The actions of `count` consecutive registers from `first` (absolute),

@@ -49,12 +49,7 @@ pub(crate) fn write_run(state: &mut ProcessorState, base: u32, size: u32, offset
         let slots = state.regs.range_mut(first + done as u32, rest.len() as u32);
         let n = slots.len();
         match rest.get(..n) {
-            Some(chunk) if n > 0 => {
-                // Runs are a few registers long: a loop beats a memcpy call.
-                for (slot, value) in slots.iter_mut().zip(chunk) {
-                    *slot = *value;
-                }
-            }
+            Some(chunk) if n > 0 => store_run(slots, chunk),
             _ => break,
         }
         done += n;
@@ -62,6 +57,31 @@ pub(crate) fn write_run(state: &mut ProcessorState, base: u32, size: u32, offset
     state.dirty |= marks & !tables::CALLS_HANDLER;
     if marks & tables::CALLS_HANDLER != 0 {
         run_handlers(state, first, values);
+    }
+}
+
+/// Copies `values` into `slots` (the same length). Most runs are one to
+/// four registers: those are stored without a loop whose trip count the
+/// branch predictor would have to guess (a shorter run stores its last
+/// value more than once).
+#[inline]
+fn store_run(slots: &mut [u32], values: &[u32]) {
+    let n = slots.len().min(values.len());
+    if n == 0 {
+        return;
+    }
+    if n <= 4 {
+        let last = n - 1;
+        for k in 0..4 {
+            let i = k.min(last);
+            if let (Some(slot), Some(value)) = (slots.get_mut(i), values.get(i)) {
+                *slot = *value;
+            }
+        }
+    } else {
+        for (slot, value) in slots.iter_mut().zip(values) {
+            *slot = *value;
+        }
     }
 }
 
