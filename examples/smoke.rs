@@ -13,7 +13,7 @@ fn main() {
         let mut errors = 0;
         for ev in trace.events() {
             match ev {
-                TraceEvent::MemRegion { .. } | TraceEvent::ZeroRegion { .. } => trace.map_region(&mut mem, ev).unwrap(),
+                TraceEvent::MemRegion { .. } | TraceEvent::ZeroRegion { .. } => trace.map_region(&mem, ev).unwrap(),
                 TraceEvent::HostWrite { .. } => trace.apply_host_write(&mut mem, ev).unwrap(),
                 TraceEvent::Submit { queue, address, size_dw, .. } => {
                     let p = &mut procs[*queue as usize];

@@ -51,36 +51,53 @@ impl std::fmt::Display for QueueId {
     }
 }
 
-/// Pipeline stages a draw can bind a program to (gfx10.3 slots).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ProgramStage {
-    /// SPI_SHADER_PGM_*_PS.
-    Ps,
-    /// SPI_SHADER_PGM_*_VS (legacy, non-NGG pipelines).
-    Vs,
-    /// SPI_SHADER_PGM_*_ES: merged ES+GS or NGG geometry.
-    Es,
-    /// SPI_SHADER_PGM_*_LS: merged LS+HS.
-    Ls,
-    /// COMPUTE_PGM_*.
-    Cs,
-}
+/// A queue name that is not `gfx`, `comp`, `compP.Q` or a number below 57.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("bad queue '{0}': expected gfx, compP.Q (pipe 0-6, queue 0-7) or a number 0..=56")]
+pub struct ParseQueueError(pub String);
 
-impl ProgramStage {
-    /// Graphics stages in a fixed order (index into [`Draw::programs`]).
-    pub const GRAPHICS: [ProgramStage; 4] = [Self::Ps, Self::Vs, Self::Es, Self::Ls];
+/// Parses the names [`QueueId`]'s `Display` writes (`gfx`, `compP.Q`), and
+/// `graphics`, `comp`/`compute` (compute queue 0.0), `computeP.Q` and a
+/// queue number (decimal or `0x` hex), case-insensitively: the one place
+/// queue names are read.
+///
+/// ```
+/// use pm4core::backend::QueueId;
+///
+/// assert_eq!("gfx".parse(), Ok(QueueId::GRAPHICS));
+/// assert_eq!("comp1.2".parse(), Ok(QueueId::compute(1, 2).unwrap()));
+/// assert_eq!("11".parse::<QueueId>().map(|q| q.to_string()), Ok("comp1.2".to_owned()));
+/// assert!("comp7.0".parse::<QueueId>().is_err());
+/// ```
+impl std::str::FromStr for QueueId {
+    type Err = ParseQueueError;
 
-    /// Lower-case name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Ps => "ps",
-            Self::Vs => "vs",
-            Self::Es => "es",
-            Self::Ls => "ls",
-            Self::Cs => "cs",
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let bad = || ParseQueueError(text.to_owned());
+        let lower = text.trim().to_ascii_lowercase();
+        match lower.as_str() {
+            "gfx" | "graphics" => return Ok(QueueId::GRAPHICS),
+            "comp" | "compute" => return Ok(QueueId(1)),
+            _ => {}
         }
+        if let Some(rest) = lower.strip_prefix("compute").or_else(|| lower.strip_prefix("comp")) {
+            let (pipe, queue) = rest.split_once('.').ok_or_else(bad)?;
+            let pipe = pipe.parse().map_err(|_| bad())?;
+            let queue = queue.parse().map_err(|_| bad())?;
+            return QueueId::compute(pipe, queue).ok_or_else(bad);
+        }
+        let digits = lower.replace('_', "");
+        let n = match digits.strip_prefix("0x") {
+            Some(hex) => u32::from_str_radix(hex, 16),
+            None => digits.parse(),
+        }
+        .map_err(|_| bad())?;
+        (n < QueueId::COUNT).then_some(QueueId(n)).ok_or_else(bad)
     }
 }
+
+/// The program stages (they live with the registers that bind them).
+pub use crate::regs::ProgramStage;
 
 /// A program bound to a stage: its code address and, when the code address
 /// belongs to a registered shader container, the decoded container.

@@ -23,7 +23,7 @@ use crate::diagnostics::timeline::{WaitSpan, WaitTracker};
 use crate::diagnostics::{ExecutedPacket, ReplayObserver};
 use crate::gpu::{Gpu, GpuConfig, GpuError, RunStatus, StallReport, Submission};
 use crate::memory::{GuestMemory, MemoryError, SparseMemory};
-use crate::packet::{Header, Opcode, PacketLocation, PacketType};
+use crate::packet::{Header, Opcode, PacketLocation, PacketName};
 use crate::regs::db::{self, GpuFamily};
 use crate::shader::AgcShader;
 use crate::trace::{Trace, TraceEvent};
@@ -85,17 +85,10 @@ impl RegisterQuery {
     }
 }
 
-/// Parses a queue name: `gfx`, `compP.Q` or a number 0..=56.
+/// Parses a queue name: `gfx`, `compP.Q` or a number 0..=56 (see
+/// [`QueueId`]'s `FromStr`).
 pub fn parse_queue(text: &str) -> Option<QueueId> {
-    if text.eq_ignore_ascii_case("gfx") || text.eq_ignore_ascii_case("graphics") {
-        return Some(QueueId::GRAPHICS);
-    }
-    if let Some(rest) = text.strip_prefix("comp") {
-        let (p, q) = rest.split_once('.')?;
-        return QueueId::compute(p.parse().ok()?, q.parse().ok()?);
-    }
-    let n = u32::try_from(parse_number(text)?).ok()?;
-    (n < QueueId::COUNT).then_some(QueueId(n))
+    text.parse().ok()
 }
 
 /// Parses a decimal or 0x-hex number.
@@ -247,7 +240,7 @@ impl ReplayOutcome {
 }
 
 /// One packet on the timeline: (global packet clock, queue, opcode or type name).
-type TimelinePacket = (u64, u32, &'static str);
+type TimelinePacket = (u64, u32, PacketName);
 
 /// The replay's backend: the recording log plus the timeline's packet clock.
 #[derive(Default)]
@@ -303,14 +296,6 @@ impl ReplayBackend {
     }
 }
 
-fn packet_name(header: Header) -> &'static str {
-    match header.packet_type() {
-        PacketType::Type3 => header.opcode().name().unwrap_or("UNKNOWN"),
-        PacketType::Type2 => "TYPE2",
-        PacketType::Type0 | PacketType::Type1 => "TYPE0",
-    }
-}
-
 impl Backend for ReplayBackend {
     fn packet(&mut self, queue: QueueId, header: Header, location: &PacketLocation) {
         self.clock += 1;
@@ -321,7 +306,7 @@ impl Backend for ReplayBackend {
             *n += 1;
         }
         if let Some(t) = &mut self.timeline {
-            t.push((self.clock, queue.0, packet_name(header)));
+            t.push((self.clock, queue.0, header.name()));
         }
         if let Some(e) = &mut self.executed {
             e.push((queue, header, *location));

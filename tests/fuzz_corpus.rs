@@ -351,14 +351,14 @@ fn shader_seeds() -> Seeds {
 fn processor_input(config: u8, schedule: u8, cmd: &Cmd, steps: &[(u8, u32, u32)], guest: &[u8]) -> Vec<u8> {
     let mut v = vec![config, schedule];
     v.extend_from_slice(&(cmd.len() as u16).to_le_bytes());
-    v.extend_from_slice(&dword_bytes(&cmd.dw));
+    v.extend_from_slice(&dword_bytes(cmd.dwords()));
     v.push(steps.len() as u8);
     for &(kind, a, b) in steps {
         v.push(kind);
         v.extend_from_slice(&a.to_le_bytes());
         v.extend_from_slice(&b.to_le_bytes());
     }
-    assert_eq!(v.len(), 5 + cmd.dw.len() * 4 + steps.len() * STEP_LEN);
+    assert_eq!(v.len(), 5 + cmd.dwords().len() * 4 + steps.len() * STEP_LEN);
     v.extend_from_slice(guest);
     v
 }
@@ -562,13 +562,13 @@ fn processor_seeds() -> Seeds {
             .pkt3(Opcode::SET_PREDICATION, &[(2 << 16), lo(D + 0x10), 0])
             .pkt3(Opcode::SET_PREDICATION, &[lo(D), (4 << 16) | (1 << 8)])
             .pkt3(Opcode::COND_EXEC, &[lo(D), 0, 0, guarded.len()])
-            .raw(&guarded.dw)
+            .raw(guarded.dwords())
             .pkt3(Opcode::COND_EXEC, &[lo(D + 4), 0, guarded.len()])
-            .raw(&guarded.dw)
+            .raw(guarded.dwords())
             .pkt3(Opcode::PRED_EXEC, &[(0b10 << 24) | guarded.len()])
-            .raw(&guarded.dw)
+            .raw(guarded.dwords())
             .pkt3(Opcode::PRED_EXEC, &[(0b01 << 24) | guarded.len()])
-            .raw(&guarded.dw),
+            .raw(guarded.dwords()),
         &[(0, 0, 0)],
         dword_bytes(&[0, 1, 0, 0, 1, 0, 2, 0, 1, 0, 2, 0]),
     );
@@ -578,11 +578,11 @@ fn processor_seeds() -> Seeds {
     let leaf = Cmd::new().write_mem(S, &[3]);
     let mid = Cmd::new().write_mem(S + 4, &[2]).ib(D + 0x100, leaf.len(), false);
     let tail = Cmd::new().write_mem(S + 8, &[4]);
-    let mut guest = dword_bytes(&mid.dw);
+    let mut guest = dword_bytes(mid.dwords());
     guest.resize(0x100, 0);
-    guest.extend_from_slice(&dword_bytes(&leaf.dw));
+    guest.extend_from_slice(&dword_bytes(leaf.dwords()));
     guest.resize(0x200, 0);
-    guest.extend_from_slice(&dword_bytes(&tail.dw));
+    guest.extend_from_slice(&dword_bytes(tail.dwords()));
     guest.resize(0x300, 0);
     guest.extend_from_slice(&dword_bytes(&[1, 0]));
     let cond = |reference: u32, mode: u32| {
@@ -626,7 +626,7 @@ fn processor_seeds() -> Seeds {
         .pkt3(Opcode::DUMP_CONST_RAM_OFFSET, &[0x200, 0x10, 2])
         .pkt3(Opcode::WAIT_ON_DE_COUNTER_DIFF, &[4])
         .pkt3(Opcode::INCREMENT_CE_COUNTER, &[1]);
-    let mut guest = dword_bytes(&ce.dw);
+    let mut guest = dword_bytes(ce.dwords());
     guest.resize(0x100, 0);
     guest.extend_from_slice(&dword_bytes(&[1, 2, 3, 4]));
     add(
@@ -726,7 +726,7 @@ fn processor_seeds() -> Seeds {
         let memory = trace.build_memory().unwrap();
         let mut dw = vec![0u32; size_dw.min(1024) as usize];
         memory.read_dwords(address, &mut dw).unwrap();
-        add(name, CONFIG, SCHEDULE, Cmd { dw }, &[], Vec::new());
+        add(name, CONFIG, SCHEDULE, Cmd::new().raw(&dw), &[], Vec::new());
     }
     // Eight dwords asked for, four present: the buffer's tail is unmapped.
     let mut tail = vec![CONFIG | 0x80, SCHEDULE, 8, 0];
@@ -786,8 +786,8 @@ fn trace_seeds() -> Seeds {
     let mut w = TraceWriter::new();
     w.info("gpu", "gfx10.3").unwrap();
     w.info("producer", "pm4core seeds").unwrap();
-    w.mem(0x1000, &dword_bytes(&cmd.dw)).unwrap();
-    w.mem(0x2000, &dword_bytes(&child.dw)).unwrap();
+    w.mem(0x1000, &dword_bytes(cmd.dwords())).unwrap();
+    w.mem(0x2000, &dword_bytes(child.dwords())).unwrap();
     w.zero(0x10_0000, 0x1000).unwrap();
     w.mem(0x20_0000, &pixel_container().build()).unwrap();
     w.zero(0x30_0000, 0x100).unwrap();
@@ -809,7 +809,7 @@ fn trace_seeds() -> Seeds {
     w.host_write(0x20_0010, &0u64.to_le_bytes()).unwrap();
     let program = ShaderType::Geometry.program_registers().unwrap();
     let draw = Cmd::new().set_sh(program.lo, &[0x3000, 0]).pkt3(Opcode::DRAW_INDEX_AUTO, &[3, 2]);
-    w.mem(0x1000, &dword_bytes(&draw.dw)).unwrap();
+    w.mem(0x1000, &dword_bytes(draw.dwords())).unwrap();
     w.submit(0, 0x1000, draw.len()).unwrap();
     seeds.push(("relocated-shader", w.finish()));
 
@@ -879,20 +879,20 @@ fn import_seeds() -> Seeds {
     let ccb = Cmd::new().pkt3(Opcode::INCREMENT_CE_COUNTER, &[1]);
     let acb = Cmd::new().set_sh(r::COMPUTE_NUM_THREAD_X, &[64, 1, 1]).pkt3(Opcode::DISPATCH_DIRECT, &[1, 1, 1, 1]);
     let capture = kycap(&[
-        (1, 0, 1, &dcb.dw, &ccb.dw),
+        (1, 0, 1, dcb.dwords(), ccb.dwords()),
         (3, u32::MAX, 0, &[], &[]),
-        (2, 0x21, 0, &acb.dw, &[]),
+        (2, 0x21, 0, acb.dwords(), &[]),
         (4, u32::MAX, 0, &[], &[]),
         (1, 0, 0, &[NOP_PAD], &[]),
     ]);
-    let raw = dword_bytes(&dcb.dw);
+    let raw = dword_bytes(dcb.dwords());
     vec![
         ("raw-default", import_input(0, 0, 0, &raw)),
         ("raw-compute-queue-at-0x1000", import_input(2 | 0x40, 0, 9, &raw)),
-        ("raw-given-address", import_input(6, 0x8000_0000_1000, 56, &dword_bytes(&acb.dw))),
+        ("raw-given-address", import_input(6, 0x8000_0000_1000, 56, &dword_bytes(acb.dwords()))),
         ("kycap", import_input(1, 0, 0, &capture)),
         ("kycap-limited-named", import_input(1 | (2 << 3) | 0x40, 0, 0, &capture)),
-        ("kycap-at-the-top", import_input(1 | 4, 0, 0, &kycap(&[(1, 0, 0, &dcb.dw, &[])]))),
+        ("kycap-at-the-top", import_input(1 | 4, 0, 0, &kycap(&[(1, 0, 0, dcb.dwords(), &[])]))),
         ("kycap-given-base", import_input(1 | 6 | (7 << 3), IMPORT_BASE - 0x100, 0, &capture)),
         ("kycap-hashes-made-right", import_input(1 | 0x80, 0, 0, &capture)),
     ]

@@ -69,8 +69,8 @@ fn the_processor_loop_does_not_allocate_per_packet() {
     assert_eq!(child.len(), 9 - 1);
     let mut memory = SparseMemory::new();
     memory.map_zeroed(SCRATCH, 0x10_0000).unwrap();
-    memory.map_dwords(0x1000, &cmd.dw).unwrap();
-    memory.map_dwords(0x8_0000, &child.dw).unwrap();
+    memory.map_dwords(0x1000, cmd.dwords()).unwrap();
+    memory.map_dwords(0x8_0000, child.dwords()).unwrap();
     let mut backend = NullBackend;
     let mut shaders = ShaderRegistry::default();
     let mut processor = Processor::new(QueueId::GRAPHICS);

@@ -136,7 +136,7 @@ fn cond_exec_skips_when_zero_and_runs_when_not() {
         let guarded = Cmd::new().write_mem(SCRATCH, &[0x55]);
         let cmd = Cmd::new()
             .pkt3(Opcode::COND_EXEC, &[0x9000, 0, 0, guarded.len()])
-            .raw(&guarded.dw)
+            .raw(guarded.dwords())
             .write_mem(SCRATCH + 4, &[0x66]);
         assert_eq!(h.run(&cmd), Ok(ProcessStatus::Completed));
         assert_eq!(h.read32(SCRATCH), expect);
@@ -161,7 +161,7 @@ fn pred_exec_runs_only_for_device_zero() {
     let guarded = Cmd::new().write_mem(SCRATCH, &[1]);
     let cmd = Cmd::new()
         .pkt3(Opcode::PRED_EXEC, &[(0b10 << 24) | guarded.len()])
-        .raw(&guarded.dw)
+        .raw(guarded.dwords())
         .pkt3(Opcode::PRED_EXEC, &[(0b01 << 24) | guarded.len()])
         .write_mem(SCRATCH + 4, &[2]);
     assert_eq!(h.run(&cmd), Ok(ProcessStatus::Completed));

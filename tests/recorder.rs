@@ -24,9 +24,9 @@ fn a_recorded_run_replays_to_the_same_events() {
         .release32(SCRATCH + 0x10, 7);
     let graphics = Cmd::new().ib(0x3000, child.len(), false).wait_mem(SCRATCH + 0x20, 3, 1, 1).write_mem(SCRATCH, &[9]);
     let compute = Cmd::new().wait_mem(SCRATCH + 0x10, 3, 7, 0xFFFF_FFFF).pkt3(Opcode::DISPATCH_DIRECT, &[2, 1, 1, 1]);
-    memory.map_dwords(0x1000, &graphics.dw).unwrap();
-    memory.map_dwords(0x2000, &compute.dw).unwrap();
-    memory.map_dwords(0x3000, &child.dw).unwrap();
+    memory.map_dwords(0x1000, graphics.dwords()).unwrap();
+    memory.map_dwords(0x2000, compute.dwords()).unwrap();
+    memory.map_dwords(0x3000, child.dwords()).unwrap();
 
     let (recorder, log) = Recorder::new(memory);
     log.info("description", "recorder test");

@@ -346,7 +346,7 @@ fn writer_reader_round_trip() {
     // Region by region, and one host write.
     let mut mem = SparseMemory::new();
     for event in events {
-        trace.map_region(&mut mem, event).unwrap();
+        trace.map_region(&mem, event).unwrap();
     }
     trace.apply_host_write(&mut mem, &events[4]).unwrap();
     assert_eq!(mem.read_u32(0x1_003c).unwrap(), 0x0909_0909);
@@ -873,16 +873,16 @@ fn map_region_shares_the_file() {
     raw.end();
     let bytes: Arc<[u8]> = Arc::from(raw.bytes());
     let trace = Trace::parse(Arc::clone(&bytes)).unwrap();
-    let mut mem = SparseMemory::new();
+    let mem = SparseMemory::new();
     for event in trace.events() {
-        trace.map_region(&mut mem, event).unwrap();
+        trace.map_region(&mem, event).unwrap();
     }
     // The memory holds the file's buffer (one more strong reference) and no pages.
     assert_eq!(Arc::strong_count(&bytes), 3);
     assert_eq!(mem.allocated_page_bytes(), 0);
     assert_eq!(mem.read_u32(0x1004).unwrap(), 0xffff_1000);
     // Mapping twice is an overlap, reported by memory.
-    assert!(trace.map_region(&mut mem, &trace.events()[0]).is_err());
+    assert!(trace.map_region(&mem, &trace.events()[0]).is_err());
 }
 
 // ---------------------------------------------------------------- properties

@@ -5,8 +5,8 @@
 use super::expr::{Eval, Expr};
 use super::parse::{Items, Keyed, FLAG_WORDS};
 use super::AsmError;
-use crate::disasm::event_name;
 use crate::packet::{Opcode, COUNT_ONE_DWORD, TYPE2_FILLER};
+use crate::regs::db::event_name;
 use crate::regs::db::{self, RegisterSpace};
 use crate::regs::space;
 
@@ -264,8 +264,8 @@ fn opcode(op: Opcode, a: &mut Args<'_, '_>) -> Result<Vec<u32>, AsmError> {
     let (line, col) = (a.ev.line, a.col);
     let flags = a.flags()?;
     let count = a.header_count()?;
-    if let Some(base) = crate::disasm::register_base(op) {
-        return set_registers(op, base, flags, count, a);
+    if let Some(space) = op.register_space().filter(|_| op.writes_register_run()) {
+        return set_registers(op, space.base, flags, count, a);
     }
     if !a.has_fields() {
         let body = a.dwords(a.positional())?;

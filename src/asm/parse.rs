@@ -323,17 +323,10 @@ fn submit(cur: &mut Cursor<'_>, col: usize) -> Result<Stmt, AsmError> {
 
 /// `gfx` = 0; `comp`/`compute` = 1; `compP.Q` = 1 + P * 8 + Q.
 pub(crate) fn queue_index(name: &str) -> Option<u32> {
-    let lower = name.to_ascii_lowercase();
-    match lower.as_str() {
-        "gfx" | "graphics" => return Some(0),
-        "comp" | "compute" => return Some(1),
-        _ => {}
+    if name.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
     }
-    let rest = lower.strip_prefix("compute").or_else(|| lower.strip_prefix("comp"))?;
-    let (pipe, queue) = rest.split_once('.')?;
-    let pipe: u32 = pipe.parse().ok()?;
-    let queue: u32 = queue.parse().ok()?;
-    (pipe < 7 && queue < 8).then_some(1 + pipe * 8 + queue)
+    name.parse::<crate::backend::QueueId>().ok().map(|q| q.0)
 }
 
 /// The operands of a packet or macro: positional values, `key=value`

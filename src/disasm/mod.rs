@@ -52,12 +52,12 @@ use std::collections::{BTreeMap, HashSet};
 use std::io;
 use std::sync::Arc;
 
-pub(crate) use fields::register_base;
-pub use fields::{decode_fields, event_name, packet_name, Field};
+pub use fields::{decode_fields, event_name, packet_name, register_base, Field};
 
 use crate::memory::{GuestMemory, SparseMemory, ADDRESS_SPACE_END};
-use crate::packet::body::{CondIndirectBuffer, IndirectBuffer};
-use crate::packet::{split_packet, Header, Opcode, Packet, PacketLocation, PacketType, SplitError};
+use crate::packet::body::IndirectBufferForm;
+use crate::packet::reader::{DwordSource, FrameError, FrameErrorKind, MemorySource, PacketReader};
+use crate::packet::{Header, Opcode, Packet, PacketLocation, PacketType};
 use crate::regs::db::GpuFamily;
 use crate::trace::{Trace, TraceEvent};
 
@@ -381,7 +381,7 @@ impl<'a> Disassembler<'a> {
                 for event in trace.events() {
                     match *event {
                         TraceEvent::MemRegion { address, .. } | TraceEvent::ZeroRegion { address, .. } => {
-                            if let Err(e) = trace.map_region(&mut memory, event) {
+                            if let Err(e) = trace.map_region(&memory, event) {
                                 walker.diagnostic(address, 0, format!("region not mapped: {e}"));
                             }
                         }
@@ -524,8 +524,9 @@ impl Walker<'_, '_, '_> {
 
     /// Walks one buffer; returns the CHAIN target that ends it, if any.
     fn walk_buffer(&mut self, memory: &dyn GuestMemory, base: u64, size_dw: u32, depth: u32) -> Option<(u64, u32)> {
-        let mut offset: u32 = 0;
-        while offset < size_dw {
+        let mut reader = PacketReader::new(base, size_dw);
+        let mut source = MemorySource::new(memory);
+        while !reader.is_at_end() {
             if self.remaining == 0 {
                 if !self.exhausted {
                     self.exhausted = true;
@@ -535,49 +536,42 @@ impl Walker<'_, '_, '_> {
                 }
                 return None;
             }
-            let address = base.wrapping_add(u64::from(offset) * 4);
-            let header = match memory.read_u32(address) {
-                Ok(h) => h,
-                Err(e) => {
+            let location = reader.location();
+            let address = location.address();
+            let available = reader.remaining_dw();
+            // A packet that cannot be framed is still shown: a type-1
+            // header as one dword, an overrun with the dwords the buffer has.
+            let (header, full_len, mut problem) = match reader.frame(&mut source) {
+                Ok(frame) => (frame.header.0, frame.length_dw, None),
+                Err(FrameError { kind: FrameErrorKind::Unreadable(e), .. }) => {
                     self.diagnostic(address, depth, format!("cannot read a packet header: {e}"));
                     return None;
                 }
+                Err(FrameError { kind: FrameErrorKind::Type1 { header }, .. }) => {
+                    (header, 1, Some("type-1 header (not defined for gfx7/gfx10.3 streams)".to_owned()))
+                }
+                Err(FrameError { kind: FrameErrorKind::Overrun { header, length_dw, remaining_dw }, .. }) => (
+                    header,
+                    length_dw,
+                    Some(format!("truncated: the packet needs {length_dw} dwords, the buffer has {remaining_dw} left")),
+                ),
             };
-            let full_len = Header(header).length_dw().unwrap_or(1);
-            let available = size_dw - offset;
-            let take = full_len.min(available).max(1) as usize;
+            let take = full_len.min(available).max(1);
             let mut dwords = std::mem::take(&mut self.dwords);
             dwords.clear();
-            dwords.resize(take, 0);
-            let mut problem = None;
-            if let Some(first) = dwords.first_mut() {
-                *first = header;
-            }
+            dwords.push(header);
             if take > 1 {
-                if let Some(rest) = dwords.get_mut(1..) {
-                    if let Err(e) = memory.read_dwords(address.wrapping_add(4), rest) {
-                        problem = Some(format!("body unreadable: {e}"));
-                        dwords.truncate(1);
-                    }
+                match source.dwords(address.wrapping_add(4), take - 1, available - 1) {
+                    Ok(rest) => dwords.extend_from_slice(rest),
+                    Err(e) => problem = Some(format!("body unreadable: {e}")),
                 }
             }
-            let location = PacketLocation { buffer: base, buffer_size_dw: size_dw, offset_dw: offset };
-            let follow = match split_packet(&dwords) {
-                Ok((h, body, _)) if problem.is_none() => {
-                    follows(&Packet { header: h, body, location }, self.options.follow_ibs)
-                }
-                Ok(_) => Follow::None,
-                Err(SplitError::Overrun { length_dw, available_dw, .. }) => {
-                    problem.get_or_insert_with(|| {
-                        format!("truncated: the packet needs {length_dw} dwords, the buffer has {available_dw} left")
-                    });
-                    Follow::None
-                }
-                Err(SplitError::Type1 { .. }) => {
-                    problem = Some("type-1 header (not defined for gfx7/gfx10.3 streams)".to_owned());
-                    Follow::None
-                }
-                Err(SplitError::Empty) => Follow::None,
+            let follow = match &problem {
+                None => follows(
+                    &Packet { header: Header(header), body: dwords.get(1..).unwrap_or(&[]), location },
+                    self.options.follow_ibs,
+                ),
+                Some(_) => Follow::None,
             };
             self.remaining -= 1;
             let short = dwords.len() == 1 && full_len > 1;
@@ -589,7 +583,7 @@ impl Walker<'_, '_, '_> {
             if problem.is_some() && short {
                 return None;
             }
-            offset = offset.saturating_add(full_len);
+            reader.advance(full_len);
             match follow {
                 Follow::None => {}
                 Follow::Calls(targets) => {
@@ -601,8 +595,8 @@ impl Walker<'_, '_, '_> {
                     }
                 }
                 Follow::Chain(target, size) => {
-                    if offset < size_dw {
-                        let rest = size_dw - offset;
+                    if !reader.is_at_end() {
+                        let rest = reader.remaining_dw();
                         self.diagnostic(address, depth, format!("{rest} dwords after the CHAIN are not walked"));
                     }
                     return Some((target, size));
@@ -685,28 +679,15 @@ fn follows(p: &Packet<'_>, follow_ibs: bool) -> Follow {
     if op != Opcode::INDIRECT_BUFFER && op != Opcode::INDIRECT_BUFFER_CONST {
         return Follow::None;
     }
-    if p.body.len() >= 13 {
-        let Ok(c) = CondIndirectBuffer::decode(p) else { return Follow::None };
-        let mut calls = vec![c.ib1];
-        if c.mode == 2 {
-            calls.push(c.ib2);
-        }
-        calls.retain(|&(_, size)| size > 0);
-        return Follow::Calls(calls);
-    }
-    match IndirectBuffer::decode(p) {
-        Ok(ib) if ib.size_dw == 0 => Follow::None,
-        Ok(ib) if ib.chain => Follow::Chain(ib.address, ib.size_dw),
-        Ok(ib) => Follow::Calls(vec![(ib.address, ib.size_dw)]),
+    match IndirectBufferForm::decode(op, p.body) {
+        Ok(IndirectBufferForm::Conditional(c)) => Follow::Calls(c.targets().collect()),
+        Ok(IndirectBufferForm::Plain(ib)) if ib.size_dw == 0 => Follow::None,
+        Ok(IndirectBufferForm::Plain(ib)) if ib.chain => Follow::Chain(ib.address, ib.size_dw),
+        Ok(IndirectBufferForm::Plain(ib)) => Follow::Calls(vec![(ib.address, ib.size_dw)]),
         Err(_) => Follow::None,
     }
 }
 
 fn queue_name(queue: u32) -> String {
-    if queue == 0 {
-        "gfx".to_owned()
-    } else {
-        let q = queue - 1;
-        format!("comp{}.{}", q / 8, q % 8)
-    }
+    crate::backend::QueueId(queue).to_string()
 }

@@ -8,7 +8,7 @@
 use std::io;
 
 use super::{decode_fields, register_base, Diagnostic, Field, Submission};
-use crate::packet::body::SetRegisters;
+use crate::packet::body::{Body, SetRegisters};
 use crate::packet::{Header, Packet, PacketLocation, PacketType};
 use crate::regs::db::{self, FieldInfo, GpuFamily};
 

@@ -151,7 +151,7 @@ fn replay(target: &'static str, trace: &Trace) -> Outcome {
     let mut backend = RecordingBackend::new();
     let mut processors: BTreeMap<u32, Processor> = BTreeMap::new();
     for event in trace.events() {
-        trace.map_region(&mut memory, event).map_err(|e| fail(format!("replay cannot map {event:?}: {e}")))?;
+        trace.map_region(&memory, event).map_err(|e| fail(format!("replay cannot map {event:?}: {e}")))?;
         trace.apply_host_write(&mut memory, event).map_err(|e| fail(format!("replay cannot apply {event:?}: {e}")))?;
         match *event {
             TraceEvent::HostWrite { address, data, .. } => {

@@ -1,22 +1,31 @@
-//! The scheduler: 57 queues, the ordered host operations and the loop that
-//! picks which queue runs next. Both modes drive the same [`Core`]; the
-//! deterministic mode from the caller's thread, the threaded mode from its
-//! worker.
+//! The scheduler: 57 queues, their submissions and waits, and the slice —
+//! one queue running a bounded number of packets — that both modes are made
+//! of. A slice has three parts: [`Sched::begin_slice`] under the scheduler
+//! lock (start the next submission, take the queue's processor out),
+//! [`run_slice`] without it (packets against the shared memory, backend and
+//! shader registry), and [`Sched::end_slice`] under the lock again (put the
+//! processor back, complete or suspend, wake the queues whose watched bytes
+//! the slice wrote). The deterministic mode runs the three back to back on
+//! the caller's thread; the threaded mode's workers release the lock for the
+//! middle part, so slices of different queues run in parallel.
 
 use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
+use parking_lot::Mutex;
 use tracing::Span;
 
 use crate::backend::{Backend, QueueId};
 use crate::memory::GuestMemory;
 use crate::packet::body::PollTarget;
-use crate::processor::{Env, ProcessStatus, Processor, ProcessorConfig, SuspendReason};
+use crate::processor::{Env, Pm4Error, ProcessStatus, Processor, ProcessorConfig, SuspendReason};
 use crate::shader::ShaderRegistry;
 
 use super::error::{GpuError, QueueStall, StallReport};
 use super::handle::{Slot, SubmissionId, SubmissionReport};
-use super::tap::{Tap, Tracked, WriteLog};
+use super::tap::{SharedBackend, Tap, Tracked, WriteLog};
+use super::watch::{RecentWrites, Watch, WatchIndex};
 use super::{GpuStats, QueueStatus, RunStatus};
 
 /// A submission accepted from the host, not started yet.
@@ -28,16 +37,11 @@ pub(crate) struct PendingSubmission {
     pub(crate) slot: Arc<Slot<SubmissionReport>>,
 }
 
-/// Host operations, in the order the host made them.
+/// Host operations of the deterministic mode, in the order the host made
+/// them (the trace format's WRIT rule orders writes with submissions).
 pub(crate) enum HostOp {
     Submit(PendingSubmission),
-    Write {
-        address: u64,
-        bytes: Vec<u8>,
-        slot: Arc<Slot<()>>,
-    },
-    /// Answered when every earlier operation has run as far as it can.
-    Sync(Arc<Slot<RunStatus>>),
+    Write { address: u64, bytes: Vec<u8>, slot: Arc<Slot<()>> },
 }
 
 /// Processor counters when a submission started, for its report.
@@ -93,17 +97,6 @@ impl Running {
     }
 }
 
-/// What may end a suspension.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Watch {
-    /// A write overlapping these bytes.
-    Range(u64, u64),
-    /// Any write to guest memory (waits without an address).
-    AnyWrite,
-    /// Only the host (a wait on the queue's own register file).
-    Host,
-}
-
 /// The bytes whose change may end a wait on memory, as a watch.
 fn memory_watch(reason: &SuspendReason) -> Option<Watch> {
     let range = |a: u64, len: u64| Some(Watch::Range(a, a.saturating_add(len)));
@@ -130,24 +123,47 @@ fn watch_for(reason: &SuspendReason, processor: &Processor) -> Watch {
     }
 }
 
-/// A queue's processor, created by the queue's first use: the 56 compute
-/// queues a program never submits to cost no memory.
+/// A queue's processor, created by the queue's first use (the 56 compute
+/// queues a program never submits to cost no memory), and out on a worker
+/// while a slice runs.
 pub(crate) struct LazyProcessor {
     id: QueueId,
     config: Arc<ProcessorConfig>,
     inner: Option<Box<Processor>>,
+    /// True while a slice has the processor.
+    out: bool,
 }
 
 impl LazyProcessor {
-    /// The processor, if the queue has been used.
+    /// The processor, if the queue has been used and no slice has it.
     pub(crate) fn get(&self) -> Option<&Processor> {
         self.inner.as_deref()
     }
 
-    /// The processor, created on first use.
-    pub(crate) fn get_mut(&mut self) -> &mut Processor {
+    /// The processor, created on first use; `None` while a slice has it.
+    pub(crate) fn get_mut(&mut self) -> Option<&mut Processor> {
+        if self.out {
+            return None;
+        }
         let (id, config) = (self.id, &self.config);
-        self.inner.get_or_insert_with(|| Box::new(Processor::with_config(id, ProcessorConfig::clone(config))))
+        Some(self.inner.get_or_insert_with(|| Box::new(Processor::with_config(id, ProcessorConfig::clone(config)))))
+    }
+
+    /// True while a slice has the processor.
+    pub(crate) fn is_out(&self) -> bool {
+        self.out
+    }
+
+    fn take(&mut self) -> Option<Box<Processor>> {
+        self.get_mut()?;
+        let taken = self.inner.take();
+        self.out = taken.is_some();
+        taken
+    }
+
+    fn put(&mut self, processor: Box<Processor>) {
+        self.inner = Some(processor);
+        self.out = false;
     }
 
     fn queue(&self) -> QueueId {
@@ -167,15 +183,18 @@ pub(crate) struct QueueSlot {
     running: Option<Running>,
     /// Set while suspended and not yet woken.
     wait: Option<(SuspendReason, Watch)>,
+    /// The host aborted the running submission while a slice had it.
+    abort_requested: bool,
     span: Span,
 }
 
 impl QueueSlot {
     fn runnable(&self) -> bool {
-        match self.running {
-            Some(_) => self.wait.is_none(),
-            None => !self.fifo.is_empty(),
-        }
+        !self.processor.is_out()
+            && match self.running {
+                Some(_) => self.wait.is_none(),
+                None => !self.fifo.is_empty(),
+            }
     }
 
     fn has_work(&self) -> bool {
@@ -183,20 +202,53 @@ impl QueueSlot {
     }
 }
 
-/// Queues and host operations. Dropping it completes every pending handle
-/// with [`GpuError::ShutDown`].
+/// One queue's slice in progress: what [`run_slice`] needs without the lock.
+pub(crate) struct Ticket {
+    queue: usize,
+    processor: Box<Processor>,
+    submission: SubmissionId,
+    span: Span,
+    /// [`RecentWrites::seq`] when the slice began.
+    seen: u64,
+    slice_packets: u64,
+}
+
+/// What the middle of a slice ended with.
+pub(crate) type SliceResult = Result<ProcessStatus, SliceFailure>;
+
+/// Why a slice stopped its submission.
+pub(crate) enum SliceFailure {
+    Processor(Pm4Error),
+    /// The backend (or a bug) panicked; the message, if it had one.
+    Panicked(String),
+}
+
+/// Queues, host operations and wait bookkeeping, behind the scheduler lock.
+/// Dropping it completes every pending handle with [`GpuError::ShutDown`].
 pub(crate) struct Sched {
     pub(crate) queues: Vec<QueueSlot>,
     ops: VecDeque<HostOp>,
     /// Round-robin position: the first queue looked at next.
     cursor: usize,
     slice_packets: u64,
-    log: WriteLog,
+    watches: WatchIndex,
+    recent: RecentWrites,
+    /// Record writes in `recent` (threaded mode: slices overlap).
+    concurrent: bool,
     /// Queues with `wait` set.
     suspended: usize,
+    /// Slices in progress.
+    pub(crate) in_flight: usize,
     pub(crate) stats: GpuStats,
-    /// Handles told about the current stall (threaded mode).
-    flagged: Vec<Arc<Slot<SubmissionReport>>>,
+    /// Scratch list of queues to wake.
+    woken: Vec<usize>,
+    /// Counts stall episodes: bumped when the GPU becomes stalled, so a
+    /// stall is reported once and a stall timeout applies to one episode.
+    pub(crate) stall_episode: u64,
+    /// True while the current stall episode lasts.
+    pub(crate) stalled: bool,
+    /// When the current stall episode began.
+    pub(crate) stall_since: Option<std::time::Instant>,
 }
 
 impl Drop for Sched {
@@ -205,16 +257,7 @@ impl Drop for Sched {
     }
 }
 
-/// Guest memory, backend, shaders and the scheduler: everything one slice
-/// needs, behind one lock.
-pub(crate) struct Core<M, B> {
-    pub(crate) memory: M,
-    pub(crate) backend: Tap<B>,
-    pub(crate) shaders: ShaderRegistry,
-    pub(crate) sched: Sched,
-}
-
-/// What [`Core::step`] did.
+/// What [`step`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Step {
     /// Ran a slice or applied a host write.
@@ -226,16 +269,17 @@ pub(crate) enum Step {
 }
 
 impl Sched {
-    pub(crate) fn new(config: &ProcessorConfig, slice_packets: u64) -> Self {
+    pub(crate) fn new(config: &ProcessorConfig, slice_packets: u64, concurrent: bool) -> Self {
         let config = Arc::new(config.clone());
         let queues = (0..QueueId::COUNT)
             .map(|q| {
                 let id = QueueId(q);
                 QueueSlot {
-                    processor: LazyProcessor { id, config: Arc::clone(&config), inner: None },
+                    processor: LazyProcessor { id, config: Arc::clone(&config), inner: None, out: false },
                     fifo: VecDeque::new(),
                     running: None,
                     wait: None,
+                    abort_requested: false,
                     span: tracing::info_span!("queue", queue = %id),
                 }
             })
@@ -245,10 +289,16 @@ impl Sched {
             ops: VecDeque::new(),
             cursor: 0,
             slice_packets: slice_packets.max(1),
-            log: WriteLog::default(),
+            watches: WatchIndex::default(),
+            recent: RecentWrites::default(),
+            concurrent,
             suspended: 0,
+            in_flight: 0,
             stats: GpuStats::default(),
-            flagged: Vec::new(),
+            woken: Vec::new(),
+            stall_episode: 0,
+            stalled: false,
+            stall_since: None,
         }
     }
 
@@ -256,7 +306,7 @@ impl Sched {
         self.ops.push_back(op);
     }
 
-    fn enqueue(&mut self, sub: PendingSubmission) {
+    pub(crate) fn enqueue(&mut self, sub: PendingSubmission) {
         match self.queues.get_mut(sub.queue) {
             Some(q) => {
                 self.stats.submissions += 1;
@@ -278,7 +328,8 @@ impl Sched {
         }
     }
 
-    fn pick(&self) -> Option<usize> {
+    /// The first runnable queue at or after the round-robin cursor.
+    pub(crate) fn pick(&self) -> Option<usize> {
         let n = self.queues.len();
         (0..n).map(|i| (self.cursor + i) % n).find(|&q| self.queues.get(q).is_some_and(QueueSlot::runnable))
     }
@@ -287,63 +338,99 @@ impl Sched {
         self.queues.iter().any(QueueSlot::has_work)
     }
 
-    /// Wakes suspended queues (except `skip`) whose watch the write log hits.
-    fn wake_watchers(&mut self, skip: Option<usize>) {
-        if self.suspended == 0 || self.log.is_empty() {
-            return;
+    /// No slice runs and none can start.
+    pub(crate) fn quiescent(&self) -> bool {
+        self.in_flight == 0 && self.pick().is_none()
+    }
+
+    fn wake(&mut self, queue: usize) -> bool {
+        let Some(q) = self.queues.get_mut(queue) else {
+            return false;
+        };
+        let Some((_, watch)) = q.wait.take() else {
+            return false;
+        };
+        self.watches.remove(queue, watch);
+        self.suspended = self.suspended.saturating_sub(1);
+        self.stats.wakes += 1;
+        true
+    }
+
+    fn wake_listed(&mut self, skip: Option<usize>) -> usize {
+        let mut woken = std::mem::take(&mut self.woken);
+        woken.sort_unstable();
+        woken.dedup();
+        let mut count = 0;
+        for &queue in &woken {
+            if Some(queue) != skip && self.wake(queue) {
+                count += 1;
+            }
         }
-        for (i, q) in self.queues.iter_mut().enumerate() {
-            if Some(i) == skip {
-                continue;
-            }
-            let hit = match q.wait {
-                Some((_, Watch::Range(start, end))) => self.log.overlaps(start, end),
-                Some((_, Watch::AnyWrite)) => true,
-                Some((_, Watch::Host)) | None => false,
-            };
-            if hit {
-                q.wait = None;
-                self.suspended = self.suspended.saturating_sub(1);
-                self.stats.wakes += 1;
-            }
+        woken.clear();
+        self.woken = woken;
+        count
+    }
+
+    /// A write of `[start, end)` happened (a packet's or the host's): wakes
+    /// the suspended queues (except `skip`) whose watch it overlaps. Returns
+    /// how many woke.
+    pub(crate) fn wrote(&mut self, start: u64, end: u64, skip: Option<usize>) -> usize {
+        if self.concurrent {
+            self.recent.record(start, end);
+        }
+        if self.suspended == 0 {
+            return 0;
+        }
+        self.watches.overlapping(start, end, &mut self.woken);
+        self.wake_listed(skip)
+    }
+
+    /// Anything may have been written: wakes every queue watching memory.
+    fn wrote_anything(&mut self, skip: Option<usize>) -> usize {
+        self.wrote(0, u64::MAX, skip);
+        self.watches.all(&mut self.woken);
+        self.wake_listed(skip)
+    }
+
+    fn wake_for_log(&mut self, log: &WriteLog, skip: Option<usize>) -> usize {
+        match log.ranges() {
+            Some(ranges) => ranges.iter().map(|&(start, end)| self.wrote(start, end, skip)).sum(),
+            None => self.wrote_anything(skip),
         }
     }
 
     /// The host changed state behind the scheduler's back (memory, registers,
     /// shaders): every suspended queue is checked again.
-    pub(crate) fn wake_all(&mut self) {
-        for q in &mut self.queues {
-            if q.wait.take().is_some() {
-                self.stats.wakes += 1;
+    pub(crate) fn wake_all(&mut self) -> usize {
+        if self.concurrent {
+            self.recent.record(0, u64::MAX);
+        }
+        let mut count = 0;
+        for queue in 0..self.queues.len() {
+            if self.wake(queue) {
+                count += 1;
             }
         }
-        self.suspended = 0;
+        count
     }
 
     /// Re-checks one queue (its registers changed).
-    pub(crate) fn wake_queue(&mut self, queue: usize) {
-        if let Some(q) = self.queues.get_mut(queue) {
-            if q.wait.take().is_some() {
-                self.suspended = self.suspended.saturating_sub(1);
-                self.stats.wakes += 1;
-            }
-        }
+    pub(crate) fn wake_queue(&mut self, queue: usize) -> bool {
+        self.wake(queue)
     }
 
-    fn finish(&mut self, queue: usize, result: Result<(), GpuError>) {
+    fn finish(&mut self, queue: usize, processor: &Processor, result: Result<(), GpuError>) {
+        self.wake(queue);
         let Some(q) = self.queues.get_mut(queue) else {
             return;
         };
-        if q.wait.take().is_some() {
-            self.suspended = self.suspended.saturating_sub(1);
-        }
         let Some(running) = q.running.take() else {
             return;
         };
         let outcome = match result {
             Ok(()) => {
                 self.stats.completed += 1;
-                let report = running.report(q.processor.get_mut());
+                let report = running.report(processor);
                 tracing::debug!(parent: &running.span, packets = report.packets, slices = report.slices, "submission completed");
                 Ok(report)
             }
@@ -359,7 +446,7 @@ impl Sched {
     /// The stall, if every queue with work is suspended and no host
     /// operation is pending.
     pub(crate) fn stall_report(&self) -> Option<StallReport> {
-        if !self.ops.is_empty() || self.pick().is_some() || !self.has_work() {
+        if !self.ops.is_empty() || !self.quiescent() || !self.has_work() {
             return None;
         }
         Some(self.collect_stall())
@@ -389,16 +476,6 @@ impl Sched {
         StallReport { queues }
     }
 
-    /// What a sync answers when it reaches the head of the host operations
-    /// and no queue can run: operations after it do not count.
-    fn quiescent_status(&self) -> RunStatus {
-        if self.has_work() {
-            RunStatus::Stalled(self.collect_stall())
-        } else {
-            RunStatus::Idle
-        }
-    }
-
     pub(crate) fn run_status(&self) -> RunStatus {
         match self.stall_report() {
             Some(report) => RunStatus::Stalled(report),
@@ -411,56 +488,55 @@ impl Sched {
         let q = self.queues.get(queue)?;
         Some(QueueStatus {
             running: q.running.as_ref().map(|r| r.sub.id),
-            suspended: q.processor.get().and_then(Processor::suspended).filter(|_| q.running.is_some()),
+            suspended: q.wait.map(|(reason, _)| reason),
             queued: q.fifo.len(),
         })
     }
 
-    /// Tells every pending submission's handle about the current stall,
-    /// found after taking `taken` host commands.
-    pub(crate) fn flag_stall(&mut self, taken: u64) {
-        self.clear_stall_flags();
-        let Some(report) = self.stall_report() else {
-            return;
-        };
-        self.stats.stalls += 1;
-        // Normal while the host is about to write a label: not a warning.
-        tracing::debug!("{report}");
-        let report = Arc::new(report);
-        for q in &self.queues {
-            for slot in q.running.iter().map(|r| &r.sub.slot).chain(q.fifo.iter().map(|s| &s.slot)) {
-                slot.set_stalled(&report, taken);
-                self.flagged.push(Arc::clone(slot));
-            }
-        }
-    }
-
-    pub(crate) fn clear_stall_flags(&mut self) {
-        for slot in self.flagged.drain(..) {
-            slot.clear_stalled();
-        }
-    }
-
-    /// Aborts the running submission of `queue`.
+    /// Aborts the running submission of `queue` (at the end of its slice if
+    /// one is in progress).
     pub(crate) fn abort(&mut self, queue: usize) -> Option<SubmissionId> {
         let q = self.queues.get_mut(queue)?;
+        let id = q.running.as_ref()?.sub.id;
+        if q.processor.is_out() {
+            q.abort_requested = true;
+            return Some(id);
+        }
+        self.abort_now(queue, GpuError::Aborted)
+    }
+
+    fn abort_now(&mut self, queue: usize, error: impl FnOnce(SubmissionId) -> GpuError) -> Option<SubmissionId> {
+        self.wake(queue);
+        let q = self.queues.get_mut(queue)?;
+        q.abort_requested = false;
         let running = q.running.take()?;
         q.processor.abort();
-        if q.wait.take().is_some() {
-            self.suspended = self.suspended.saturating_sub(1);
-        }
         self.stats.aborted += 1;
         let id = running.sub.id;
-        tracing::info!(parent: &running.span, "submission aborted by the host");
-        running.sub.slot.complete(Err(GpuError::Aborted(id)));
+        tracing::info!(parent: &running.span, "submission aborted");
+        running.sub.slot.complete(Err(error(id)));
         Some(id)
+    }
+
+    /// The embedder declared the current stall a deadlock: every suspended
+    /// submission fails with [`GpuError::Deadlock`] and its queue goes on
+    /// with its next submission. Returns the report, or `None` when the GPU
+    /// is not stalled.
+    pub(crate) fn declare_deadlock(&mut self) -> Option<StallReport> {
+        let report = self.stall_report()?;
+        for entry in &report.queues {
+            let queue = entry.queue.0 as usize;
+            self.abort_now(queue, |_| GpuError::Deadlock(report.clone()));
+        }
+        self.stalled = false;
+        self.stall_since = None;
+        Some(report)
     }
 
     /// Completes everything pending with `error`: running submissions are
     /// stopped where they are (between packets), queued ones never start,
     /// host writes not applied yet are dropped.
     pub(crate) fn cancel_all(&mut self, error: &GpuError) {
-        self.clear_stall_flags();
         for q in &mut self.queues {
             if let Some(running) = q.running.take() {
                 q.processor.abort();
@@ -471,6 +547,7 @@ impl Sched {
                 sub.slot.complete(Err(error.clone()));
             }
         }
+        self.watches = WatchIndex::default();
         self.suspended = 0;
         for op in self.ops.drain(..) {
             match op {
@@ -480,79 +557,30 @@ impl Sched {
                 HostOp::Write { slot, .. } => {
                     slot.complete(Err(error.clone()));
                 }
-                HostOp::Sync(slot) => {
-                    slot.complete(Err(error.clone()));
-                }
-            }
-        }
-    }
-}
-
-impl<M: GuestMemory, B: Backend> Core<M, B> {
-    /// One scheduling step: release submissions, run one slice of the next
-    /// runnable queue; when none can run, apply the next host write (or
-    /// answer a sync) and try again.
-    pub(crate) fn step(&mut self) -> Step {
-        loop {
-            self.sched.release();
-            if let Some(queue) = self.sched.pick() {
-                self.run_slice(queue);
-                return Step::Ran;
-            }
-            match self.sched.ops.pop_front() {
-                Some(HostOp::Submit(sub)) => self.sched.enqueue(sub),
-                Some(HostOp::Write { address, bytes, slot }) => {
-                    self.apply_write(address, &bytes, &slot);
-                    return Step::Ran;
-                }
-                Some(HostOp::Sync(slot)) => {
-                    slot.complete(Ok(self.sched.quiescent_status()));
-                }
-                None => return if self.sched.has_work() { Step::Stalled } else { Step::Idle },
             }
         }
     }
 
-    /// Applies a host write; shader containers it overlaps are decoded again
-    /// at their next use (the host may rewrite a container in place).
-    fn apply_write(&mut self, address: u64, bytes: &[u8], slot: &Slot<()>) {
-        let sched = &mut self.sched;
-        sched.log.clear();
-        let memory = Tracked::new(&self.memory, &mut sched.log);
-        let result = memory.write_bytes(address, bytes);
-        sched.stats.host_writes += 1;
-        match result {
-            Ok(()) => {
-                self.shaders.invalidate_range(address, bytes.len() as u64);
-                slot.complete(Ok(()));
-            }
-            Err(source) => {
-                sched.stats.host_write_errors += 1;
-                tracing::warn!(address, len = bytes.len(), error = %source, "host write failed");
-                slot.complete(Err(GpuError::HostWrite { address, len: bytes.len() as u64, source }));
-            }
-        }
-        sched.wake_watchers(None);
-    }
-
-    /// Runs one slice of `queue` (starting its next submission if it has
-    /// none running), then wakes the queues whose watched memory it wrote.
-    fn run_slice(&mut self, queue: usize) {
-        let Core { memory, backend, shaders, sched } = self;
-        sched.cursor = (queue + 1) % sched.queues.len().max(1);
-        sched.stats.slices += 1;
-        let Some(q) = sched.queues.get_mut(queue) else {
-            return;
-        };
+    /// Starts a slice of `queue`: its next submission if none runs, then
+    /// takes its processor out. `None` when there is nothing to run (the
+    /// submission could not start: its handle is completed).
+    pub(crate) fn begin_slice(&mut self, queue: usize) -> Option<Ticket> {
+        self.cursor = (queue + 1) % self.queues.len().max(1);
+        self.stats.slices += 1;
+        self.stalled = false;
+        self.stall_since = None;
+        let q = self.queues.get_mut(queue)?;
         if q.running.is_none() {
-            let Some(sub) = q.fifo.pop_front() else {
-                return;
+            let sub = q.fifo.pop_front()?;
+            let Some(processor) = q.processor.get_mut() else {
+                q.fifo.push_front(sub);
+                return None;
             };
-            if let Err(e) = q.processor.get_mut().submit(sub.address, sub.size_dw) {
-                sched.stats.failed += 1;
+            if let Err(e) = processor.submit(sub.address, sub.size_dw) {
+                self.stats.failed += 1;
                 let error = GpuError::Processor { queue: q.processor.queue(), submission: sub.id, source: e };
                 sub.slot.complete(Err(error));
-                return;
+                return None;
             }
             let span = tracing::info_span!(
                 parent: &q.span,
@@ -561,36 +589,164 @@ impl<M: GuestMemory, B: Backend> Core<M, B> {
                 address = format_args!("{:#x}", sub.address),
                 size_dw = sub.size_dw
             );
-            q.running = Some(Running { base: Baseline::of(q.processor.get_mut()), sub, span, slices: 0 });
+            q.running = Some(Running { base: Baseline::of(processor), sub, span, slices: 0 });
         }
-        let Some(running) = q.running.as_mut() else {
-            return;
-        };
+        let running = q.running.as_mut()?;
+        let processor = q.processor.take()?;
         running.slices += 1;
-        backend.current = running.sub.id;
-        sched.log.clear();
-        let status = {
-            let _entered = running.span.enter();
-            let tracked = Tracked::new(&*memory, &mut sched.log);
-            let mut env = Env { memory: &tracked, backend, shaders };
-            q.processor.get_mut().process_slice(&mut env, sched.slice_packets)
+        self.in_flight += 1;
+        Some(Ticket {
+            queue,
+            processor,
+            submission: running.sub.id,
+            span: running.span.clone(),
+            seen: self.recent.seq(),
+            slice_packets: self.slice_packets,
+        })
+    }
+
+    /// Ends a slice: puts the processor back, completes, fails or suspends
+    /// the submission, and wakes the queues whose watched bytes the slice
+    /// wrote. Returns how many queues woke.
+    pub(crate) fn end_slice(&mut self, ticket: Ticket, result: SliceResult, log: &WriteLog) -> usize {
+        let Ticket { queue, mut processor, submission, span, seen, .. } = ticket;
+        self.in_flight = self.in_flight.saturating_sub(1);
+        let id = processor.queue();
+        let outcome = match result {
+            Ok(status) => Ok(status),
+            Err(SliceFailure::Processor(source)) => Err(GpuError::Processor { queue: id, submission, source }),
+            Err(SliceFailure::Panicked(message)) => {
+                processor.abort();
+                Err(GpuError::BackendPanicked { queue: id, submission, message })
+            }
         };
-        let id = running.sub.id;
-        match status {
-            Ok(ProcessStatus::Yielded) => {}
+        let mut woken = self.wake_for_log(log, Some(queue));
+        match outcome {
+            Ok(ProcessStatus::Yielded) => self.put_back(queue, processor),
             Ok(ProcessStatus::Suspended(reason)) => {
-                tracing::trace!(parent: &running.span, %reason, "suspended");
-                let watch = watch_for(&reason, q.processor.get_mut());
-                if q.wait.replace((reason, watch)).is_none() {
-                    sched.suspended += 1;
+                tracing::trace!(parent: &span, %reason, "suspended");
+                let watch = watch_for(&reason, &processor);
+                self.put_back(queue, processor);
+                // A write since the slice began may already have changed
+                // what it read (another queue, or the CPU): look again.
+                let raced = self.concurrent && self.recent.hit_since(seen, &watch);
+                if let Some(q) = self.queues.get_mut(queue) {
+                    if !raced {
+                        if q.wait.replace((reason, watch)).is_none() {
+                            self.suspended += 1;
+                        }
+                        self.watches.insert(queue, watch);
+                    }
                 }
             }
-            Ok(ProcessStatus::Completed | ProcessStatus::Idle) => sched.finish(queue, Ok(())),
-            Err(source) => {
-                let error = GpuError::Processor { queue: q.processor.queue(), submission: id, source };
-                sched.finish(queue, Err(error));
+            Ok(ProcessStatus::Completed | ProcessStatus::Idle) => {
+                self.finish(queue, &processor, Ok(()));
+                self.put_back(queue, processor);
+            }
+            Err(error) => {
+                self.finish(queue, &processor, Err(error));
+                self.put_back(queue, processor);
             }
         }
-        sched.wake_watchers(Some(queue));
+        if self.queues.get(queue).is_some_and(|q| q.abort_requested) {
+            self.abort_now(queue, GpuError::Aborted);
+        }
+        woken += usize::from(self.queues.get(queue).is_some_and(QueueSlot::runnable));
+        woken
     }
+
+    fn put_back(&mut self, queue: usize, processor: Box<Processor>) {
+        if let Some(q) = self.queues.get_mut(queue) {
+            q.processor.put(processor);
+        }
+    }
+}
+
+/// Everything a slice needs besides the scheduler: shared by the [`super::Gpu`]
+/// and its workers.
+pub(crate) struct Parts<M, B> {
+    pub(crate) memory: M,
+    pub(crate) backend: Mutex<Tap<B>>,
+    pub(crate) shaders: ShaderRegistry,
+}
+
+/// The text of a panic payload.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-text panic payload".to_string()
+    }
+}
+
+/// The middle of a slice, without the scheduler lock: the queue's packets
+/// against shared memory, backend and shaders. Writes are noted in `log`; a
+/// panic (a backend's, or a bug) is caught here and fails the submission.
+pub(crate) fn run_slice<M: GuestMemory, B: Backend>(
+    parts: &Parts<M, B>,
+    ticket: &mut Ticket,
+    log: &mut WriteLog,
+) -> SliceResult {
+    log.clear();
+    let _entered = ticket.span.enter();
+    let tracked = Tracked::new(&parts.memory, log);
+    let mut backend = SharedBackend { tap: &parts.backend, submission: ticket.submission };
+    let processor = &mut ticket.processor;
+    let packets = ticket.slice_packets;
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let mut env = Env { memory: &tracked, backend: &mut backend, shaders: &parts.shaders };
+        processor.process_slice(&mut env, packets)
+    }));
+    match result {
+        Ok(Ok(status)) => Ok(status),
+        Ok(Err(error)) => Err(SliceFailure::Processor(error)),
+        Err(payload) => Err(SliceFailure::Panicked(panic_message(&*payload))),
+    }
+}
+
+/// One deterministic scheduling step on the caller's thread: release
+/// submissions, run one slice of the next runnable queue; when none can run,
+/// apply the next host write and try again.
+pub(crate) fn step<M: GuestMemory, B: Backend>(parts: &Parts<M, B>, sched: &mut Sched, log: &mut WriteLog) -> Step {
+    loop {
+        sched.release();
+        if let Some(queue) = sched.pick() {
+            if let Some(mut ticket) = sched.begin_slice(queue) {
+                let result = run_slice(parts, &mut ticket, log);
+                sched.end_slice(ticket, result, log);
+            }
+            return Step::Ran;
+        }
+        match sched.ops.pop_front() {
+            Some(HostOp::Submit(sub)) => sched.enqueue(sub),
+            Some(HostOp::Write { address, bytes, slot }) => {
+                apply_write(parts, sched, address, &bytes, &slot);
+                return Step::Ran;
+            }
+            None => return if sched.has_work() { Step::Stalled } else { Step::Idle },
+        }
+    }
+}
+
+/// Applies a host write of the host sequence (the WRIT rule); shader
+/// containers it overlaps are decoded again at their next use.
+fn apply_write<M: GuestMemory, B>(parts: &Parts<M, B>, sched: &mut Sched, address: u64, bytes: &[u8], slot: &Slot<()>) {
+    let result = parts.memory.write_bytes(address, bytes);
+    sched.stats.host_writes += 1;
+    let len = bytes.len() as u64;
+    match result {
+        Ok(()) => {
+            parts.shaders.invalidate_range(address, len);
+            slot.complete(Ok(()));
+        }
+        Err(source) => {
+            sched.stats.host_write_errors += 1;
+            tracing::warn!(address, len, error = %source, "host write failed");
+            slot.complete(Err(GpuError::HostWrite { address, len, source }));
+        }
+    }
+    // A refused write may have stored a prefix: its watchers look again.
+    sched.wrote(address, address.saturating_add(len), None);
 }

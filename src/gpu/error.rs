@@ -31,19 +31,24 @@ pub enum GpuError {
         #[source]
         source: MemoryError,
     },
-    /// Every queue with work is suspended and no host write is pending. Not
-    /// final for a submission: a later host write may still wake it (see
-    /// [`super::Submission::wait`]).
+    /// Every queue with work is suspended and nothing the GPU knows of can
+    /// wake them. From [`super::Gpu::run_until_idle`] (a run's answer; nothing
+    /// is cancelled) or, on a submission, final: the embedder declared the
+    /// stall a deadlock ([`super::Gpu::declare_deadlock`],
+    /// [`super::GpuConfig::stall_timeout`]) and the submission was stopped.
     #[error("{0}")]
     Deadlock(StallReport),
+    /// The backend panicked during one of the submission's packets; the
+    /// submission was stopped and its queue went on.
+    #[error("submission {submission} on {queue}: the backend panicked: {message}")]
+    BackendPanicked { queue: QueueId, submission: SubmissionId, message: String },
     /// The GPU was dropped (or taken apart) before the work completed.
     #[error("the GPU shut down before the work completed")]
     ShutDown,
     /// The host aborted the submission with [`super::Gpu::abort`].
     #[error("submission {0} was aborted by the host")]
     Aborted(SubmissionId),
-    /// Deterministic mode: the work has not run yet; nothing runs until the
-    /// caller drives the GPU ([`super::Gpu::run_until_idle`]).
+    /// The work has not completed (a handle whose wait could not be answered).
     #[error("the work has not completed; drive the deterministic GPU (run_until_idle) first")]
     Pending,
     /// The call exists only in the other mode.

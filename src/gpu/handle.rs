@@ -3,7 +3,6 @@
 //! scheduler fills it exactly once.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -11,7 +10,7 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::backend::QueueId;
 
-use super::error::{GpuError, StallReport};
+use super::error::GpuError;
 
 /// Number of a submission, unique per [`super::Gpu`], in call order from 0
 /// (a replay's submission N is the trace's N-th SUBM chunk, as `pm4 disasm`
@@ -47,83 +46,52 @@ pub struct SubmissionReport {
     pub slices: u64,
 }
 
-struct SlotState<T> {
-    result: Option<Result<T, GpuError>>,
-    /// Set while the whole GPU is stalled with this work pending.
-    /// The number of host commands the worker had taken when it found it.
-    stalled: Option<(Arc<StallReport>, u64)>,
-}
-
 /// A completion slot: filled once by the scheduler, read by any number of
-/// host threads.
+/// host threads, which block on it without spinning.
 pub(crate) struct Slot<T> {
-    state: Mutex<SlotState<T>>,
+    result: Mutex<Option<Result<T, GpuError>>>,
     ready: Condvar,
-    /// Threaded mode: host commands sent to the worker so far. `None` in
-    /// deterministic mode, where nobody else drives the GPU and waiting
-    /// would hang.
-    sent: Option<Arc<AtomicU64>>,
 }
 
 impl<T: Clone> Slot<T> {
-    pub(crate) fn new(sent: Option<Arc<AtomicU64>>) -> Arc<Self> {
-        Arc::new(Self { state: Mutex::new(SlotState { result: None, stalled: None }), ready: Condvar::new(), sent })
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(Self { result: Mutex::new(None), ready: Condvar::new() })
+    }
+
+    /// A slot filled at once.
+    pub(crate) fn done(result: Result<T, GpuError>) -> Arc<Self> {
+        Arc::new(Self { result: Mutex::new(Some(result)), ready: Condvar::new() })
     }
 
     /// Fills the slot; a second completion is ignored. Returns whether this
     /// call filled it.
     pub(crate) fn complete(&self, result: Result<T, GpuError>) -> bool {
-        let mut state = self.state.lock();
-        let first = state.result.is_none();
+        let mut state = self.result.lock();
+        let first = state.is_none();
         if first {
-            state.result = Some(result);
+            *state = Some(result);
         }
-        state.stalled = None;
         drop(state);
         self.ready.notify_all();
         first
     }
 
-    /// The worker found the GPU stalled after taking `taken` host commands.
-    pub(crate) fn set_stalled(&self, report: &Arc<StallReport>, taken: u64) {
-        let mut state = self.state.lock();
-        if state.result.is_none() {
-            state.stalled = Some((Arc::clone(report), taken));
-            drop(state);
-            self.ready.notify_all();
-        }
-    }
-
-    pub(crate) fn clear_stalled(&self) {
-        self.state.lock().stalled = None;
-    }
-
     pub(crate) fn poll(&self) -> Option<Result<T, GpuError>> {
-        self.state.lock().result.clone()
+        self.result.lock().clone()
     }
 
-    /// Waits for the result or a global stall; `None` when the deadline passed.
+    /// Blocks until the result is there; `None` when the deadline passed.
     pub(crate) fn wait(&self, deadline: Option<Instant>) -> Option<Result<T, GpuError>> {
-        let mut state = self.state.lock();
+        let mut state = self.result.lock();
         loop {
-            if let Some(result) = &state.result {
+            if let Some(result) = &*state {
                 return Some(result.clone());
-            }
-            let Some(sent) = &self.sent else {
-                return Some(Err(GpuError::Pending));
-            };
-            if let Some((report, taken)) = &state.stalled {
-                // A stall found before the worker saw every command sent so
-                // far is out of date: the worker will look again.
-                if sent.load(Ordering::SeqCst) <= *taken {
-                    return Some(Err(GpuError::Deadlock(StallReport::clone(report))));
-                }
             }
             match deadline {
                 None => self.ready.wait(&mut state),
                 Some(deadline) => {
                     if self.ready.wait_until(&mut state, deadline).timed_out() {
-                        return state.result.clone();
+                        return state.clone();
                     }
                 }
             }
@@ -176,21 +144,18 @@ impl Submission {
         self.slot.poll().is_some()
     }
 
-    /// Blocks until the submission completes, or until the whole GPU is
-    /// stalled with this submission pending.
+    /// Blocks (without spinning) until the submission completes, fails or is
+    /// cancelled, and returns that final result.
     ///
-    /// Threaded mode: returns the final result, or
-    /// `Err(GpuError::Deadlock(report))` when the worker, having taken every
-    /// host operation sent so far (from any thread), found every queue with
-    /// work suspended and no host write pending. That answer is *not* final:
-    /// the submission stays suspended (a real GPU would wait for the host),
-    /// a later [`super::Gpu::write_memory`] may wake it, and a later `wait`
-    /// or `poll` then gives the final result. Never hangs while the GPU
-    /// lives; dropping the GPU completes pending work with
-    /// [`GpuError::ShutDown`].
-    ///
-    /// Deterministic mode: nothing runs on other threads, so an incomplete
-    /// submission answers `Err(GpuError::Pending)` at once.
+    /// A stall (every queue with work waiting on memory) does not end the
+    /// wait: the host may still write the label. It is reported on
+    /// [`super::Gpu::stall_reports`]; the submission fails with
+    /// [`GpuError::Deadlock`] only when the embedder says so
+    /// ([`super::GpuConfig::stall_timeout`], [`super::Gpu::declare_deadlock`]).
+    /// Dropping the GPU completes pending work with [`GpuError::ShutDown`],
+    /// so a wait never outlives the GPU. In deterministic mode another thread
+    /// must drive the GPU meanwhile (`run_until_idle`); a thread that drives
+    /// it itself uses [`Submission::poll`].
     pub fn wait(&self) -> Result<SubmissionReport, GpuError> {
         self.slot.wait(None).unwrap_or(Err(GpuError::Pending))
     }
@@ -225,11 +190,9 @@ impl HostWrite {
         matches!(self.slot.poll(), Some(Ok(())))
     }
 
-    /// Blocks until the write is applied (threaded mode; the same rules as
-    /// [`Submission::wait`], including the `Deadlock` answer, which cannot
-    /// happen for a write because a stall never leaves a write pending).
-    /// Deterministic mode answers `Err(GpuError::Pending)` if it is not
-    /// applied yet.
+    /// Blocks until the write is applied or refused (threaded mode applies
+    /// it before [`super::Gpu::write_memory`] returns; deterministic mode
+    /// when the caller's run reaches it).
     pub fn wait(&self) -> Result<(), GpuError> {
         self.slot.wait(None).unwrap_or(Err(GpuError::Pending))
     }

@@ -2,151 +2,128 @@
 //! [`Processor`] with its own register file, sharing one guest memory, one
 //! backend and one [`ShaderRegistry`], scheduled so that no queue starves the
 //! others, that a waiting queue costs nothing until memory it watches
-//! changes, and that a global stall is reported instead of hanging.
+//! changes, and that a stall is reported instead of hanging.
 //!
 //! # Architecture: the GPU front end (`src/gpu/`)
 //!
-//! [`Gpu<M, B>`] owns 57 processors (queue 0 = graphics, 1 + pipe*8 + queue
-//! = compute), the guest memory `M`, the backend `B` and the shader
-//! registry, all behind one lock, plus a scheduler (`core.rs`) that both
-//! modes share. It is generic (static dispatch on the hot path) over
-//! `M: GuestMemory + Send + 'static` and `B: Backend + Send + 'static`
-//! rather than boxing them: the memory is called for every dword a packet
-//! reads. A caller that picks the types at run time passes a newtype around
-//! `Box<dyn GuestMemory + Send>` / `Box<dyn Backend + Send>` that forwards
-//! the trait.
+//! [`Gpu<M, B>`] holds 57 lazily created processors (queue 0 = graphics,
+//! 1 + pipe*8 + queue = compute), the guest memory `M`, the backend `B` and
+//! the shader registry. The memory is shared, not locked: any
+//! [`GuestMemory`] (`Send + Sync`, `&self` access), typically an
+//! `Arc<`[`FlatMemory`](crate::memory::FlatMemory)`>` whose other clone the
+//! emulator's CPU writes directly. The scheduler (`core.rs`, one lock) keeps
+//! each queue's submissions and waits; a *slice* of a queue (at most
+//! [`GpuConfig::slice_packets`] packets) runs with that lock released.
 //!
 //! **Modes.**
 //! - [`Gpu::deterministic`]: nothing runs on its own. The caller's thread
 //!   drives the scheduler with [`Gpu::run_until_stalled`],
-//!   [`Gpu::run_until_idle`] or [`Gpu::run_slices`]. The same sequence of
-//!   calls gives the same interleaving, the same memory and the same backend
-//!   log on every run (replay, tests).
-//! - [`Gpu::threaded`]: one worker thread runs the scheduler; any thread may
-//!   submit, write memory and wait. Submissions, host writes and syncs
-//!   travel to the worker through one crossbeam channel. There is a single
-//!   worker because every packet needs `&mut` guest memory and `&mut`
-//!   backend: packets of different queues never run in parallel (that would
-//!   need a memory model with atomic guest accesses, which [`GuestMemory`]
-//!   does not offer); the worker's job is interleaving, not parallelism.
-//!   With nothing to run it polls the channel for
-//!   [`GpuConfig::worker_spin`] before parking, so a host that answers a
-//!   stall at once does not pay for waking a parked thread.
+//!   [`Gpu::run_until_idle`] or [`Gpu::run_slices`]; one slice at a time, in
+//!   a fixed order. The same sequence of calls gives the same interleaving,
+//!   the same memory and the same backend log on every run (replay, tests).
+//!   Host writes through [`Gpu::write_memory`] follow the trace format's
+//!   WRIT rule (below). Other threads may wait on handles meanwhile.
+//! - [`Gpu::threaded`]: a bounded pool of [`GpuConfig::workers`] threads
+//!   (default: the available cores) runs queues as work arrives, slices of
+//!   different queues in parallel. A queue is never on two workers at once,
+//!   its submissions run in submission order, and a waiting queue holds no
+//!   worker. An idle worker polls for [`GpuConfig::worker_spin`] before it
+//!   parks, so work offered at once (a label the host writes right after a
+//!   stall) does not pay for waking a parked thread.
 //!
-//! **Host operations** (submissions, host writes, syncs) form one sequence:
-//! call order in deterministic mode, channel order in threaded mode.
-//!
-//! **Scheduling rules** (one step of the scheduler, both modes):
-//! 1. Submissions at the head of the host sequence are released to their
-//!    queue's FIFO. A queue runs its submissions one after another, in
-//!    order; the next starts when the previous completed or failed.
-//! 2. A queue is *runnable* when it has a submission running that is not
-//!    suspended, or none running and one queued. The scheduler runs one
-//!    *slice* of the first runnable queue at or after the round-robin cursor
-//!    (queue index order, wrapping), then moves the cursor past it. A slice
-//!    is at most [`GpuConfig::slice_packets`] packets
-//!    ([`Processor::process_slice`]); it ends early when the submission
-//!    completes, fails or suspends.
-//! 3. A suspended queue is not runnable and is not polled. The scheduler
-//!    notes every guest-memory byte range each slice and each host write
-//!    writes; after it, a suspended queue is woken (made runnable, to
-//!    re-execute its waiting packet) only if a range overlaps the bytes it
-//!    watches: the 4 or 8 bytes polled by WAIT_REG_MEM(64) on memory, the 8
-//!    bytes of an ATOMIC_MEM loop or MEM_SEMAPHORE, the REWIND body dword.
-//!    A SET_PREDICATION wait (a record spanning all render backends) and a
-//!    constant-engine counter wait (unless the constant engine itself waits
-//!    on memory, which is then watched) are woken by any write. A
-//!    WAIT_REG_MEM on a register of the queue's own register file is woken
-//!    by no packet, since only the host can change it: by
+//! **Scheduling rules** (both modes):
+//! 1. A queue is *runnable* when it has a submission running that is not
+//!    suspended, or none running and one queued, and no slice has it. The
+//!    scheduler gives the first runnable queue at or after the round-robin
+//!    cursor (queue index order, wrapping) one slice, then moves the cursor
+//!    past it. A slice ends early when the submission completes, fails or
+//!    suspends.
+//! 2. A suspended queue is not runnable and not polled. Every write a slice
+//!    makes (noted as byte ranges), every host write and every
+//!    [`Gpu::notify_host_write`] asks an index of watched ranges which
+//!    suspended queues it overlaps, and wakes exactly those (to re-execute
+//!    the waiting packet): the 4 or 8 bytes polled by WAIT_REG_MEM(64) on
+//!    memory, the 8 bytes of an ATOMIC_MEM loop or MEM_SEMAPHORE, the REWIND
+//!    body dword. A SET_PREDICATION wait and a constant-engine counter wait
+//!    (unless the constant engine itself waits on memory) are woken by any
+//!    write; a WAIT_REG_MEM on the queue's own registers only by
 //!    [`Gpu::with_registers_mut`]. [`Gpu::with_memory`] and
-//!    [`Gpu::with_shared`] wake every suspended queue, since the scheduler
-//!    cannot see what they changed. A woken queue whose wait still fails
-//!    suspends again after one packet.
-//! 4. When no queue is runnable the scheduler takes the next host operation:
-//!    a host write is applied (and wakes its watchers), a sync is answered;
-//!    then it goes back to 1. This is the trace format's WRIT rule: a host
-//!    write is applied only when every earlier submission has run as far as
-//!    it can (finished, or suspended on a wait no queue can satisfy), and
-//!    before any later submission is released.
-//! 5. No queue runnable and no host operation left: *idle* if no queue has
-//!    work, otherwise *stalled*: every queue with work waits on something
-//!    only the host can change. [`StallReport`] names each waiting queue,
-//!    its submission, the waiting packet's address and the wait
-//!    (memory address or register, function, reference, mask, current
-//!    value).
+//!    [`Gpu::with_shared`] wake every suspended queue. In threaded mode a
+//!    queue that suspends checks the writes made since its slice began (by
+//!    other workers or the host), so a write racing with its last read is
+//!    never lost. A woken queue whose wait still fails suspends again.
+//! 3. Deterministic mode only: submissions and host writes form one host
+//!    sequence in call order. When no queue is runnable the scheduler takes
+//!    the next host operation; a host write is applied then: only when every
+//!    earlier submission has run as far as it can, and before any later
+//!    submission is released (the trace format's WRIT rule).
+//! 4. Nothing runnable, no slice running, no host operation left: *idle* if
+//!    no queue has work, otherwise *stalled*: every queue with work waits.
+//!    [`StallReport`] names each waiting queue, its submission, the waiting
+//!    packet's address and the wait (memory address or register, function,
+//!    reference, mask, current value).
+//!
+//! **Host writes.** Threaded mode: [`Gpu::write_memory`] writes the bytes at
+//! once and then notifies; an emulator whose CPU writes guest memory itself
+//! calls [`Gpu::notify_host_write`] afterwards. Both wake the overlapping
+//! watchers and drop decoded shader containers in the range; prefetched
+//! command dwords are dropped at every slice's start (a write during a slice
+//! races with that slice's reads, as on hardware). Deterministic mode
+//! applies `write_memory` by the WRIT rule and `notify_host_write` at once.
 //!
 //! **Fairness.** Runnable queues are served round-robin with equal slices:
-//! between two slices of a runnable queue at most 56 other slices run, so a
-//! long command buffer delays another queue by at most 56 ×
-//! `slice_packets` packets and never starves it. Suspended queues cost
-//! nothing until woken. Host operations: in threaded mode the worker takes
-//! new commands after at most [`GpuConfig::worker_batch`] slices (sooner when
-//! the channel is non-empty), so a submission is released promptly; a host
-//! write waits, by the WRIT rule, until the queues are quiescent, and holds
-//! back every later host operation meanwhile (a write can be delayed by long
-//! running work, never by a wait, since a waiting queue is quiescent; each
-//! submission is finite through [`ProcessorConfig::work_budget`]).
+//! between two slices of a runnable queue at most 56 other slices start.
+//! Suspended queues cost nothing until woken.
 //!
-//! **Ordering guarantees.**
-//! - Submissions to one queue run in host-sequence order; in threaded mode,
-//!   submissions one thread makes to one queue run in that thread's order.
-//!   Different queues interleave; only packets (waits, releases) order them.
-//! - Deterministic mode: host writes and submissions apply in call order
-//!   under the WRIT rule above.
-//! - Threaded mode: the host sequence is the order in which `submit`,
-//!   `write_memory` and the syncs (`run_until_*`) enter the channel, a total
-//!   order consistent with each thread's program order and with
-//!   happens-before between threads: if `submit(S)` returned before
-//!   `write_memory(W)` was called, W is applied only after S has run as far
-//!   as it can; if `write_memory(W)` returned before `submit(S)` was called,
-//!   S starts after W is in memory. Calls racing on different threads are
-//!   ordered as the channel received them. [`Gpu::with_memory`] and the
-//!   other accessors act immediately under the lock (between two slices),
-//!   outside this sequence.
-//! - Interrupts reach each queue's channel in completion order; their
-//!   [`Interrupt::sequence`] orders them across queues.
+//! **Ordering guarantees.** Submissions to one queue run in the order they
+//! were made (in threaded mode, the order in which `submit` calls took the
+//! scheduler lock, consistent with each thread's program order). Different
+//! queues interleave; only packets (waits, releases) order them. Interrupts
+//! reach each queue's channel in completion order; their
+//! [`Interrupt::sequence`] orders them across queues.
 //!
-//! **Stalls.** Deterministic mode: [`Gpu::run_until_idle`] returns
-//! [`GpuError::Deadlock`] with the report (nothing is cancelled; a host
-//! write and another run may resolve it, or [`Gpu::abort`] a queue).
-//! Threaded mode: when the worker finds the GPU stalled it tells every
-//! pending submission's handle, and [`Submission::wait`] returns
-//! `Err(GpuError::Deadlock(report))` instead of blocking, provided the
-//! worker had taken every host command sent so far (each command is counted
-//! before it is sent; a stall found before the worker saw them all is
-//! ignored and the worker looks again, so `write_memory(label)` followed by
-//! `wait()` on the same thread never gets a stale answer). The submission
-//! is not cancelled: the answer describes the moment (another host thread
-//! may be about to write the label), and after a host write wakes it a
-//! later `wait` gives the final result. [`Submission::wait_timeout`] bounds
-//! the wait otherwise.
+//! **Stalls.** A stall is not an error while the host can still write a
+//! label. Threaded mode reports each stall once on [`Gpu::stall_reports`]
+//! (and counts it in [`GpuStats::stalls`]); waits keep blocking. It becomes
+//! [`GpuError::Deadlock`] on the stalled submissions (they fail; their
+//! queues go on with their next submissions) only when the embedder asks:
+//! [`GpuConfig::stall_timeout`] (a stall lasting that long), or
+//! [`Gpu::declare_deadlock`]. Deterministic mode keeps immediate detection:
+//! [`Gpu::run_until_idle`] returns [`GpuError::Deadlock`] with the report
+//! (nothing is cancelled; a host write and another run may resolve it).
+//!
+//! **Backend threading contract.** The backend `B` is `Send` and shared: the
+//! GPU keeps it behind one lock taken for each call only. Calls for one
+//! queue come from whichever worker runs that queue's slice, in that queue's
+//! packet order; calls for different queues interleave (threaded mode) and
+//! never overlap. A backend that wants per-queue state keys it by the
+//! `QueueId` every call carries. A panic in a backend call is caught at the
+//! worker boundary: that submission fails with [`GpuError::BackendPanicked`]
+//! and the queue goes on.
 //!
 //! **Errors.** A [`Pm4Error`](crate::processor::Pm4Error) aborts that
 //! submission only: its handle completes with [`GpuError::Processor`] and the
 //! queue starts its next submission.
 //!
-//! **Shutdown.** Dropping the [`Gpu`] (or [`Gpu::into_parts`]) is a cut in
-//! the host sequence: the worker stops between two slices (never inside a
-//! packet or a host write), every submission that has not completed
-//! completes with [`GpuError::ShutDown`] (running ones stop at a packet
-//! boundary; their earlier packets' effects stay), queued submissions never
-//! start, host writes not applied yet are not applied (their handles answer
-//! `ShutDown`), then the thread is joined. To drain instead, call
-//! [`Gpu::run_until_idle`] first. If the worker dies of a bug, pending work
-//! completes with [`GpuError::WorkerLost`].
+//! **Shutdown.** Dropping the [`Gpu`] (or [`Gpu::into_parts`]) stops the
+//! workers between two slices (never inside a packet), completes every
+//! submission that has not completed with [`GpuError::ShutDown`] (running
+//! ones stop at a packet boundary; their earlier packets' effects stay),
+//! queued ones never start, then joins the workers. Host threads blocked in
+//! a wait return. To drain instead, call [`Gpu::run_until_idle`] first. If a
+//! worker dies of a bug outside a slice, pending work completes with
+//! [`GpuError::WorkerLost`].
 //!
 //! **Tracing.** Each queue has an `info` span `queue` (field `queue`, e.g.
 //! `comp0.1`); each submission an `info` span `submission` (fields `id`,
 //! `address`, `size_dw`) whose parent is its queue's span, entered for every
-//! slice, so processor events and `debug`/`trace` events about
-//! completion and suspension appear under the queue and submission that ran
-//! them. Stalls the worker detects are logged at `debug` (they are normal
-//! while the host is about to write a label), failed submissions at `warn`.
+//! slice. Stalls are logged at `debug`, failed submissions at `warn`.
 
 mod core;
 mod error;
 mod handle;
 mod tap;
+mod watch;
 mod worker;
 
 pub use error::{GpuError, QueueStall, StallReport};
@@ -158,8 +135,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-use parking_lot::Mutex;
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::backend::{Backend, QueueId};
 use crate::memory::{check_range, GuestMemory, MemoryError};
@@ -167,10 +144,10 @@ use crate::processor::{Processor, ProcessorConfig, ProcessorStats, SuspendReason
 use crate::regs::RegisterFile;
 use crate::shader::ShaderRegistry;
 
-use self::core::{Core, HostOp, PendingSubmission, Sched, Step};
+use self::core::{step, HostOp, Parts, PendingSubmission, Sched, Step};
 use self::handle::Slot;
-use self::tap::Tap;
-use self::worker::{Command, Shared};
+use self::tap::{Tap, WriteLog};
+use self::worker::{Shared, WorkerSettings};
 
 /// Settings of a [`Gpu`].
 #[derive(Clone, Debug)]
@@ -183,13 +160,18 @@ pub struct GpuConfig {
     /// Interrupts kept per queue for the host; when full the oldest is
     /// dropped (and counted in [`GpuStats::interrupts_dropped`]).
     pub interrupt_capacity: usize,
-    /// Threaded mode: most slices the worker runs per lock hold before it
-    /// looks at the channel again.
-    pub worker_batch: usize,
-    /// Threaded mode: how long the worker, with nothing to run, keeps polling
-    /// the channel (yielding the CPU) before it parks. Waking a parked thread
-    /// costs tens of microseconds on some hosts; zero parks at once.
+    /// Threaded mode: worker threads running queues in parallel; 0 = the
+    /// available cores ([`std::thread::available_parallelism`]).
+    pub workers: usize,
+    /// Threaded mode: how long an idle worker keeps polling for new work
+    /// (yielding the CPU) before it parks. Waking a parked thread costs tens
+    /// of microseconds on some hosts; zero parks at once.
     pub worker_spin: Duration,
+    /// Threaded mode: a stall lasting this long fails the stalled
+    /// submissions with [`GpuError::Deadlock`]. `None` (the default): a
+    /// stall is only reported ([`Gpu::stall_reports`]) and waits go on until
+    /// the host writes the label or calls [`Gpu::declare_deadlock`].
+    pub stall_timeout: Option<Duration>,
 }
 
 impl Default for GpuConfig {
@@ -198,8 +180,9 @@ impl Default for GpuConfig {
             processor: ProcessorConfig::default(),
             slice_packets: 64,
             interrupt_capacity: 1024,
-            worker_batch: 16,
+            workers: 0,
             worker_spin: Duration::from_micros(50),
+            stall_timeout: None,
         }
     }
 }
@@ -211,20 +194,21 @@ pub struct GpuStats {
     pub submissions: u64,
     /// Submissions that ran to their end.
     pub completed: u64,
-    /// Submissions stopped by a processor error.
+    /// Submissions stopped by a processor error or a backend panic.
     pub failed: u64,
-    /// Submissions aborted by the host.
+    /// Submissions aborted by the host or declared deadlocked.
     pub aborted: u64,
     /// Host writes applied (or refused by memory).
     pub host_writes: u64,
     /// Host writes the memory refused.
     pub host_write_errors: u64,
+    /// Host-write notifications ([`Gpu::notify_host_write`]).
+    pub host_notifications: u64,
     /// Slices run.
     pub slices: u64,
     /// Suspended queues woken to re-check their wait.
     pub wakes: u64,
-    /// Stalls detected (threaded mode: each time the worker found the GPU
-    /// stalled and told the waiting handles).
+    /// Stalls detected (threaded mode: each stall episode once).
     pub stalls: u64,
     /// Interrupts raised.
     pub interrupts: u64,
@@ -261,24 +245,28 @@ pub struct GpuParts<M, B> {
     pub shaders: ShaderRegistry,
 }
 
-/// The worker of a threaded [`Gpu`]. Dropping it stops and joins the worker.
-struct Control {
-    tx: Sender<Command>,
-    /// Commands sent, counted before each send (see [`Submission::wait`]).
-    sent: Arc<AtomicU64>,
-    stop: Arc<AtomicBool>,
-    worker: Option<JoinHandle<()>>,
+/// The workers of a threaded [`Gpu`]. Dropping it stops and joins them.
+struct Control<M, B> {
+    shared: Arc<Shared<M, B>>,
+    workers: Vec<JoinHandle<()>>,
 }
 
-impl Drop for Control {
+impl<M, B> Drop for Control<M, B> {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        // Wakes a worker blocked on the channel; fails only if it is gone.
-        let _ = self.tx.send(Command::Shutdown);
-        if let Some(worker) = self.worker.take() {
+        self.shared.stop.store(true, Ordering::Release);
+        {
+            // Taken so that no worker is between its stop check and its wait.
+            let _sched = self.shared.sched.lock();
+            self.shared.work.notify_all();
+        }
+        for worker in self.workers.drain(..) {
             // A worker that died of a bug already cancelled the pending work.
             let _ = worker.join();
         }
+        // Waiting host threads get their answer now, not when the last
+        // reference goes.
+        self.shared.sched.lock().cancel_all(&GpuError::ShutDown);
+        self.shared.changed.notify_all();
     }
 }
 
@@ -286,27 +274,65 @@ impl Drop for Control {
 /// shader registry. See the [module documentation](self) for the scheduling
 /// rules and guarantees.
 ///
-/// All methods take `&self`; a threaded `Gpu` is `Sync` and may be shared
-/// between host threads (`Arc<Gpu>` or scoped threads). Do not call `Gpu`
-/// methods from inside a `with_*` closure: the lock is not re-entrant.
+/// All methods take `&self`; a `Gpu` is `Sync` and may be shared between
+/// host threads (`Arc<Gpu>` or scoped threads). Do not call `Gpu` methods
+/// from inside a `with_*` closure: the locks are not re-entrant.
+///
+/// # Example
+///
+/// An emulator shares its guest RAM, submits from any thread, writes a label
+/// with its CPU and tells the GPU:
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use pm4core::backend::{NullBackend, QueueId};
+/// use pm4core::gpu::{Gpu, GpuConfig};
+/// use pm4core::memory::{FlatMemory, GuestMemory};
+/// use pm4core::packet::{Header, Opcode};
+///
+/// let ram = Arc::new(FlatMemory::new(0, 1 << 20).unwrap());
+/// // WAIT_REG_MEM: memory 0x8000 == 1, then WRITE_DATA 7 to 0x8004.
+/// let cmd = [
+///     Header::type3(Opcode::WAIT_REG_MEM, 6).0, 0x13, 0x8000, 0, 1, 0xFFFF_FFFF, 4,
+///     Header::type3(Opcode::WRITE_DATA, 4).0, 5 << 8 | 1 << 20, 0x8004, 0, 7,
+/// ];
+/// for (i, dword) in cmd.iter().enumerate() {
+///     ram.write_u32(0x1000 + 4 * i as u64, *dword).unwrap();
+/// }
+/// let gpu = Gpu::threaded(Arc::clone(&ram), NullBackend, GpuConfig::default()).unwrap();
+/// let stalls = gpu.stall_reports();
+/// let queue = QueueId::compute(0, 0).unwrap();
+/// let done = gpu.submit(queue, 0x1000, cmd.len() as u32).unwrap();
+/// // The queue waits for the CPU: reported, not an error.
+/// let report = stalls.recv_timeout(Duration::from_secs(10)).unwrap();
+/// assert_eq!(report.queues[0].queue, queue);
+/// assert!(done.wait_timeout(Duration::ZERO).is_none());
+/// // The CPU writes the label directly, then notifies.
+/// ram.write_u32(0x8000, 1).unwrap();
+/// gpu.notify_host_write(0x8000, 4).unwrap();
+/// done.wait().unwrap();
+/// assert_eq!(ram.read_u32(0x8004).unwrap(), 7);
+/// ```
 pub struct Gpu<M, B>
 where
-    M: GuestMemory + Send + 'static,
+    M: GuestMemory + 'static,
     B: Backend + Send + 'static,
 {
+    /// `None` in deterministic mode. Declared first: dropped (workers
+    /// stopped and joined) before the shared state.
+    control: Option<Control<M, B>>,
     shared: Arc<Shared<M, B>>,
-    /// `None` in deterministic mode.
-    control: Option<Control>,
     next_id: AtomicU64,
 }
 
 impl<M, B> std::fmt::Debug for Gpu<M, B>
 where
-    M: GuestMemory + Send + 'static,
+    M: GuestMemory + 'static,
     B: Backend + Send + 'static,
 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Gpu").field("threaded", &self.is_threaded()).finish_non_exhaustive()
+        f.debug_struct("Gpu").field("workers", &self.workers()).finish_non_exhaustive()
     }
 }
 
@@ -320,43 +346,52 @@ fn queue_index(queue: QueueId) -> Result<usize, GpuError> {
 
 impl<M, B> Gpu<M, B>
 where
-    M: GuestMemory + Send + 'static,
+    M: GuestMemory + 'static,
     B: Backend + Send + 'static,
 {
-    fn build(memory: M, backend: B, config: &GpuConfig) -> Arc<Shared<M, B>> {
+    fn build(memory: M, backend: B, config: &GpuConfig, threaded: bool) -> Arc<Shared<M, B>> {
         let backend = Tap::new(backend, QueueId::COUNT as usize, config.interrupt_capacity);
-        let sched = Sched::new(&config.processor, config.slice_packets);
-        let shaders = ShaderRegistry::default();
-        let core = Core { memory, backend, shaders, sched };
-        Arc::new(Shared { core: Mutex::new(core), lost: AtomicBool::new(false) })
+        let sched = Sched::new(&config.processor, config.slice_packets, threaded);
+        let (stall_tx, stall_rx) = crossbeam_channel::bounded(64);
+        Arc::new(Shared {
+            parts: Parts { memory, backend: Mutex::new(backend), shaders: ShaderRegistry::default() },
+            sched: Mutex::new(sched),
+            work: Condvar::new(),
+            changed: Condvar::new(),
+            epoch: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+            lost: AtomicBool::new(false),
+            stall_tx,
+            stall_rx,
+            settings: WorkerSettings { spin: config.worker_spin, stall_timeout: config.stall_timeout },
+        })
     }
 
     /// A GPU that runs only when the caller drives it, with a fixed
     /// interleaving (see the module documentation).
     pub fn deterministic(memory: M, backend: B, config: GpuConfig) -> Self {
-        let shared = Self::build(memory, backend, &config);
+        let shared = Self::build(memory, backend, &config, false);
         Self { shared, control: None, next_id: AtomicU64::new(0) }
     }
 
-    /// A GPU with a worker thread that runs queues as work arrives.
+    /// A GPU with a pool of [`GpuConfig::workers`] threads that run queues
+    /// in parallel as work arrives.
     pub fn threaded(memory: M, backend: B, config: GpuConfig) -> Result<Self, GpuError> {
-        let shared = Self::build(memory, backend, &config);
-        let (tx, rx) = crossbeam_channel::unbounded();
-        let stop = Arc::new(AtomicBool::new(false));
-        let worker = {
-            let shared = Arc::clone(&shared);
-            let stop = Arc::clone(&stop);
-            let (batch, spin) = (config.worker_batch, config.worker_spin);
-            std::thread::Builder::new()
-                .name("pm4-gpu".into())
-                .spawn(move || worker::run(shared, rx, stop, batch, spin))
-                .map_err(|e| GpuError::Spawn(e.to_string()))?
+        let shared = Self::build(memory, backend, &config, true);
+        let count = match config.workers {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
         };
-        Ok(Self {
-            shared,
-            control: Some(Control { tx, sent: Arc::new(AtomicU64::new(0)), stop, worker: Some(worker) }),
-            next_id: AtomicU64::new(0),
-        })
+        let mut control = Control { shared: Arc::clone(&shared), workers: Vec::with_capacity(count) };
+        for i in 0..count {
+            let shared = Arc::clone(&shared);
+            let worker = std::thread::Builder::new()
+                .name(format!("pm4-gpu-{i}"))
+                .spawn(move || worker::run(shared))
+                .map_err(|e| GpuError::Spawn(e.to_string()))?;
+            control.workers.push(worker);
+        }
+        Ok(Self { shared, control: Some(control), next_id: AtomicU64::new(0) })
     }
 
     /// True for a GPU made by [`Gpu::threaded`].
@@ -364,105 +399,143 @@ where
         self.control.is_some()
     }
 
-    fn closed(&self) -> GpuError {
+    /// Worker threads (0 in deterministic mode).
+    pub fn workers(&self) -> usize {
+        self.control.as_ref().map_or(0, |c| c.workers.len())
+    }
+
+    fn closed(&self) -> Option<GpuError> {
         if self.shared.lost.load(Ordering::Acquire) {
-            GpuError::WorkerLost
+            Some(GpuError::WorkerLost)
+        } else if self.shared.stop.load(Ordering::Acquire) {
+            Some(GpuError::ShutDown)
         } else {
-            GpuError::ShutDown
+            None
         }
     }
 
-    /// A completion slot for this mode.
-    fn slot<T: Clone>(&self) -> Arc<Slot<T>> {
-        Slot::new(self.control.as_ref().map(|c| Arc::clone(&c.sent)))
-    }
-
-    /// Sends a command to the worker, counted first so that a handle can
-    /// tell a stale stall answer from a current one. False when the worker
-    /// is gone.
-    fn send(control: &Control, command: Command) -> bool {
-        control.sent.fetch_add(1, Ordering::SeqCst);
-        control.tx.send(command).is_ok()
-    }
-
-    /// Adds a host operation to the sequence.
-    fn push(&self, op: HostOp) -> Result<(), GpuError> {
-        match &self.control {
-            None => {
-                self.shared.core.lock().sched.push(op);
-                Ok(())
-            }
-            Some(control) if Self::send(control, Command::Op(op)) => Ok(()),
-            Some(_) => Err(self.closed()),
-        }
-    }
-
-    /// Tells a threaded worker that the host changed state under the lock.
-    fn poke(&self) {
-        if let Some(control) = &self.control {
-            // Fails only when the worker is gone, and then nothing waits.
-            Self::send(control, Command::Wake);
-        }
+    /// The guest memory the GPU works on (shared: reads and writes through
+    /// it go straight to guest memory; tell the GPU about writes with
+    /// [`Gpu::notify_host_write`]).
+    pub fn memory(&self) -> &M {
+        &self.shared.parts.memory
     }
 
     /// Submits `size_dw` dwords of PM4 packets at `address` to `queue`. The
     /// submission starts after every earlier submission to that queue.
     pub fn submit(&self, queue: QueueId, address: u64, size_dw: u32) -> Result<Submission, GpuError> {
         let index = queue_index(queue)?;
+        if let Some(error) = self.closed() {
+            return Err(error);
+        }
         let id = SubmissionId(self.next_id.fetch_add(1, Ordering::Relaxed));
-        let slot = self.slot();
+        let slot = Slot::new();
         let sub = PendingSubmission { id, queue: index, address, size_dw, slot: Arc::clone(&slot) };
-        self.push(HostOp::Submit(sub))?;
+        let mut sched = self.shared.sched.lock();
+        if self.is_threaded() {
+            sched.enqueue(sub);
+            drop(sched);
+            self.shared.offer_work(false);
+        } else {
+            sched.push(HostOp::Submit(sub));
+        }
         Ok(Submission { id, queue, slot })
     }
 
-    /// Writes guest memory as the host (the CPU), ordered with submissions by
-    /// the WRIT rule: applied when every earlier submission has run as far as
-    /// it can, before any later submission starts. The bytes are copied.
-    ///
-    /// Errors at once for a range outside the 48-bit space; deterministic
-    /// mode also checks at once that the range is mapped. In threaded mode a
-    /// range the memory refuses when the write is applied answers through
-    /// the returned handle.
-    pub fn write_memory(&self, address: u64, bytes: &[u8]) -> Result<HostWrite, GpuError> {
-        let len = bytes.len() as u64;
+    fn check_host_range(&self, address: u64, len: u64) -> Result<(), GpuError> {
         check_range(address, len).map_err(|source| GpuError::HostWrite { address, len, source })?;
-        if !self.is_threaded() && !self.shared.core.lock().memory.is_mapped(address, len) {
+        if !self.shared.parts.memory.is_mapped(address, len) {
             return Err(GpuError::HostWrite { address, len, source: MemoryError::Unmapped { address, len } });
         }
-        let slot = self.slot();
-        self.push(HostOp::Write { address, bytes: bytes.to_vec(), slot: Arc::clone(&slot) })?;
+        Ok(())
+    }
+
+    /// Writes guest memory as the host (the CPU). The bytes are copied.
+    ///
+    /// Threaded mode: written at once, then as [`Gpu::notify_host_write`];
+    /// the returned handle is already applied. Deterministic mode: ordered
+    /// with submissions by the WRIT rule (applied when every earlier
+    /// submission has run as far as it can, before any later one starts).
+    /// A range outside the 48-bit space or not mapped is an error at once.
+    pub fn write_memory(&self, address: u64, bytes: &[u8]) -> Result<HostWrite, GpuError> {
+        let len = bytes.len() as u64;
+        self.check_host_range(address, len)?;
+        if self.is_threaded() {
+            let written = self.shared.parts.memory.write_bytes(address, bytes);
+            let mut sched = self.shared.sched.lock();
+            sched.stats.host_writes += 1;
+            if let Err(source) = written {
+                sched.stats.host_write_errors += 1;
+                return Err(GpuError::HostWrite { address, len, source });
+            }
+            drop(sched);
+            self.invalidate(address, len);
+            return Ok(HostWrite { slot: Slot::done(Ok(())) });
+        }
+        let slot = Slot::new();
+        self.shared.sched.lock().push(HostOp::Write { address, bytes: bytes.to_vec(), slot: Arc::clone(&slot) });
         Ok(HostWrite { slot })
     }
 
-    /// Runs until no queue can run and every host operation made before this
-    /// call is applied. Returns [`RunStatus::Idle`] or
+    /// Drops cached decodes of `[address, address + len)` and wakes the
+    /// queues watching it; returns how many woke.
+    fn invalidate(&self, address: u64, len: u64) -> usize {
+        self.shared.parts.shaders.invalidate_range(address, len);
+        let woken = self.shared.sched.lock().wrote(address, address.saturating_add(len), None);
+        if woken > 0 {
+            self.shared.offer_work(woken > 1);
+        }
+        woken
+    }
+
+    /// The host (the emulated CPU, a DMA engine, a file read) wrote
+    /// `[address, address + len)` of guest memory directly: wakes exactly
+    /// the suspended queues whose watched bytes overlap (at a cost in
+    /// proportion to what overlaps, not to the number of queues) and drops
+    /// decoded shader containers in the range (prefetched command dwords
+    /// are dropped at every slice's start). Returns how many queues woke.
+    ///
+    /// A range outside the 48-bit space, wrapping, or not mapped is an
+    /// error and changes nothing.
+    pub fn notify_host_write(&self, address: u64, len: u64) -> Result<usize, GpuError> {
+        self.check_host_range(address, len)?;
+        self.shared.sched.lock().stats.host_notifications += 1;
+        Ok(self.invalidate(address, len))
+    }
+
+    /// Runs until no queue can run and every host operation made before
+    /// this call is applied. Returns [`RunStatus::Idle`] or
     /// [`RunStatus::Stalled`] with the report.
     ///
-    /// Deterministic mode: runs on the caller's thread. Threaded mode: blocks
-    /// until the worker reaches that point (a sync in the host sequence);
-    /// host operations made after the call by other threads are not waited
-    /// for.
+    /// Deterministic mode: runs on the caller's thread. Threaded mode:
+    /// blocks until the workers reach that point.
     pub fn run_until_stalled(&self) -> Result<RunStatus, GpuError> {
-        match &self.control {
-            None => {
-                let mut core = self.shared.core.lock();
-                loop {
-                    match core.step() {
-                        Step::Ran => {}
-                        Step::Idle => return Ok(RunStatus::Idle),
-                        Step::Stalled => {
-                            let report = core.sched.stall_report().unwrap_or_default();
-                            return Ok(RunStatus::Stalled(report));
-                        }
+        let mut sched = self.shared.sched.lock();
+        if !self.is_threaded() {
+            let mut log = WriteLog::default();
+            loop {
+                match step(&self.shared.parts, &mut sched, &mut log) {
+                    Step::Ran => {}
+                    Step::Idle => return Ok(RunStatus::Idle),
+                    Step::Stalled => {
+                        let report = sched.stall_report().unwrap_or_default();
+                        return Ok(RunStatus::Stalled(report));
                     }
                 }
             }
-            Some(_) => {
-                let slot = self.slot();
-                self.push(HostOp::Sync(Arc::clone(&slot)))?;
-                slot.wait(None).unwrap_or(Err(GpuError::Pending))
+        }
+        loop {
+            if let Some(error) = self.closed() {
+                return Err(error);
             }
+            if sched.quiescent() {
+                self.shared.note_stall(&mut sched);
+                return Ok(match sched.stall_report() {
+                    Some(report) => RunStatus::Stalled(report),
+                    None => RunStatus::Idle,
+                });
+            }
+            self.shared.changed.wait(&mut sched);
         }
     }
 
@@ -481,31 +554,51 @@ where
         if self.is_threaded() {
             return Err(GpuError::WrongMode { call: "run_slices", mode: "deterministic" });
         }
-        let mut core = self.shared.core.lock();
+        let mut sched = self.shared.sched.lock();
+        let mut log = WriteLog::default();
         for _ in 0..max_slices {
-            match core.step() {
+            match step(&self.shared.parts, &mut sched, &mut log) {
                 Step::Ran => {}
                 Step::Idle => return Ok(RunStatus::Idle),
-                Step::Stalled => return Ok(RunStatus::Stalled(core.sched.stall_report().unwrap_or_default())),
+                Step::Stalled => return Ok(RunStatus::Stalled(sched.stall_report().unwrap_or_default())),
             }
         }
-        Ok(core.sched.run_status())
+        Ok(sched.run_status())
     }
 
-    /// The current stall, if every queue with work is suspended and no host
-    /// operation is pending (threaded mode: a snapshot; operations still in
-    /// the channel are not seen).
+    /// The current stall, if every queue with work is suspended, no slice
+    /// runs and no host operation is pending (a snapshot).
     pub fn stall_report(&self) -> Option<StallReport> {
-        self.shared.core.lock().sched.stall_report()
+        self.shared.sched.lock().stall_report()
     }
 
-    /// Stops the submission `queue` is running (between packets); its handle
-    /// completes with [`GpuError::Aborted`] and the queue goes on with its
-    /// next submission. Returns the aborted submission, if one was running.
+    /// The channel on which threaded mode reports each stall once (bounded:
+    /// reports the host does not read are dropped when 64 are waiting).
+    pub fn stall_reports(&self) -> Receiver<StallReport> {
+        self.shared.stall_rx.clone()
+    }
+
+    /// The embedder decides that the current stall will not resolve: every
+    /// suspended submission fails with [`GpuError::Deadlock`] (its queue goes
+    /// on with its next submission). Returns the report, or `None` when the
+    /// GPU is not stalled.
+    pub fn declare_deadlock(&self) -> Option<StallReport> {
+        let report = self.shared.sched.lock().declare_deadlock();
+        if report.is_some() {
+            self.shared.offer_work(true);
+            self.shared.changed.notify_all();
+        }
+        report
+    }
+
+    /// Stops the submission `queue` is running (between packets; at the end
+    /// of the slice if one runs); its handle completes with
+    /// [`GpuError::Aborted`] and the queue goes on with its next submission.
+    /// Returns the aborted submission, if one was running.
     pub fn abort(&self, queue: QueueId) -> Result<Option<SubmissionId>, GpuError> {
         let index = queue_index(queue)?;
-        let aborted = self.shared.core.lock().sched.abort(index);
-        self.poke();
+        let aborted = self.shared.sched.lock().abort(index);
+        self.shared.offer_work(false);
         Ok(aborted)
     }
 
@@ -513,16 +606,13 @@ where
     /// one channel, each interrupt goes to one of them).
     pub fn interrupts(&self, queue: QueueId) -> Result<Receiver<Interrupt>, GpuError> {
         let index = queue_index(queue)?;
-        self.shared.core.lock().backend.receiver(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })
+        self.shared.parts.backend.lock().receiver(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })
     }
 
     /// The next interrupt of `queue`, waiting at most `timeout`; `None` when
     /// none came.
     pub fn wait_interrupt(&self, queue: QueueId, timeout: Duration) -> Result<Option<Interrupt>, GpuError> {
-        let index = queue_index(queue)?;
-        let Some(rx) = self.shared.core.lock().backend.receiver(index) else {
-            return Err(GpuError::QueueOutOfRange { queue: queue.0 });
-        };
+        let rx = self.interrupts(queue)?;
         match rx.recv_timeout(timeout) {
             Ok(interrupt) => Ok(Some(interrupt)),
             Err(RecvTimeoutError::Timeout) => Ok(None),
@@ -530,96 +620,109 @@ where
         }
     }
 
-    /// Guest memory, between two slices (map regions as a trace declares
-    /// them, inspect results). Every suspended queue is re-checked afterwards.
-    /// Acts at once, outside the host sequence (not ordered like
-    /// [`Gpu::write_memory`]): a replayer that must act exactly at a trace
-    /// position (a region, a `SHDR` shader creation with
-    /// [`Gpu::with_shared`]) calls [`Gpu::run_until_stalled`] first, which
-    /// applies the earlier host operations under the WRIT rule.
-    pub fn with_memory<R>(&self, f: impl FnOnce(&mut M) -> R) -> R {
-        let result = {
-            let mut core = self.shared.core.lock();
-            let result = f(&mut core.memory);
-            core.sched.wake_all();
-            result
-        };
-        self.poke();
+    /// Guest memory for set-up (map regions as a trace declares them, write
+    /// many things at once). The GPU cannot see what changed, so afterwards
+    /// every decoded shader container is dropped and every suspended queue
+    /// re-checks its wait. Acts at once: a replayer that must act exactly at
+    /// a trace position calls [`Gpu::run_until_stalled`] first.
+    pub fn with_memory<R>(&self, f: impl FnOnce(&M) -> R) -> R {
+        let result = f(&self.shared.parts.memory);
+        self.host_changed_everything();
         result
     }
 
-    /// Guest memory, read-only, between two slices; wakes nothing.
+    fn host_changed_everything(&self) {
+        self.shared.parts.shaders.invalidate_all();
+        let woken = self.shared.sched.lock().wake_all();
+        if woken > 0 {
+            self.shared.offer_work(true);
+        }
+    }
+
+    /// Guest memory, read-only; wakes nothing.
     pub fn with_memory_ref<R>(&self, f: impl FnOnce(&M) -> R) -> R {
-        f(&self.shared.core.lock().memory)
+        f(&self.shared.parts.memory)
     }
 
-    /// The backend (the user's, without the interrupt tap), between two slices.
+    /// The backend (the user's), between two backend calls.
     pub fn with_backend<R>(&self, f: impl FnOnce(&mut B) -> R) -> R {
-        f(&mut self.shared.core.lock().backend.inner)
+        f(&mut self.shared.parts.backend.lock().inner)
     }
 
-    /// The shader registry, between two slices.
-    pub fn with_shaders<R>(&self, f: impl FnOnce(&mut ShaderRegistry) -> R) -> R {
-        f(&mut self.shared.core.lock().shaders)
+    /// The shader registry.
+    pub fn with_shaders<R>(&self, f: impl FnOnce(&ShaderRegistry) -> R) -> R {
+        f(&self.shared.parts.shaders)
     }
 
     /// Memory, backend and shader registry at once (for example to create a
     /// shader, which reads and patches memory). Every suspended queue is
-    /// re-checked afterwards.
-    pub fn with_shared<R>(&self, f: impl FnOnce(&mut M, &mut B, &mut ShaderRegistry) -> R) -> R {
-        let result = {
-            let mut guard = self.shared.core.lock();
-            let core = &mut *guard;
-            let result = f(&mut core.memory, &mut core.backend.inner, &mut core.shaders);
-            core.sched.wake_all();
-            result
-        };
-        self.poke();
+    /// re-checked afterwards, and decoded containers other than those the
+    /// closure registered are dropped.
+    pub fn with_shared<R>(&self, f: impl FnOnce(&M, &mut B, &ShaderRegistry) -> R) -> R {
+        let parts = &self.shared.parts;
+        let result = f(&parts.memory, &mut parts.backend.lock().inner, &parts.shaders);
+        let woken = self.shared.sched.lock().wake_all();
+        if woken > 0 {
+            self.shared.offer_work(true);
+        }
         result
     }
 
-    /// A look at `queue`'s processor (registers, stats, execution state).
-    pub fn with_processor<R>(&self, queue: QueueId, f: impl FnOnce(&Processor) -> R) -> Result<R, GpuError> {
-        let index = queue_index(queue)?;
-        let mut core = self.shared.core.lock();
-        let q = core.sched.queues.get_mut(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
-        Ok(f(q.processor.get_mut()))
+    /// The scheduler with `queue`'s processor at home (waiting for a slice
+    /// that has it to end).
+    fn queue_home(&self, index: usize) -> MutexGuard<'_, Sched> {
+        let mut sched = self.shared.sched.lock();
+        while sched.queues.get(index).is_some_and(|q| q.processor.is_out()) {
+            self.shared.changed.wait(&mut sched);
+        }
+        sched
     }
 
-    /// A look at `queue`'s processor and the guest memory together (one
-    /// lock): what a per-packet observer reads between slices.
+    /// A look at `queue`'s processor (registers, stats, execution state),
+    /// between two of its slices.
+    pub fn with_processor<R>(&self, queue: QueueId, f: impl FnOnce(&Processor) -> R) -> Result<R, GpuError> {
+        let index = queue_index(queue)?;
+        let mut sched = self.queue_home(index);
+        let q = sched.queues.get_mut(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
+        let processor = q.processor.get_mut().ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
+        Ok(f(processor))
+    }
+
+    /// A look at `queue`'s processor and the guest memory together, between
+    /// two of its slices: what a per-packet observer reads.
     pub fn with_processor_and_memory<R>(
         &self,
         queue: QueueId,
         f: impl FnOnce(&Processor, &M) -> R,
     ) -> Result<R, GpuError> {
         let index = queue_index(queue)?;
-        let mut core = self.shared.core.lock();
-        let core = &mut *core;
-        let q = core.sched.queues.get_mut(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
-        Ok(f(q.processor.get_mut(), &core.memory))
+        let mut sched = self.queue_home(index);
+        let q = sched.queues.get_mut(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
+        let processor = q.processor.get_mut().ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
+        Ok(f(processor, &self.shared.parts.memory))
     }
 
-    /// `queue`'s register file, for host-side set-up; the queue re-checks a
-    /// wait afterwards.
+    /// `queue`'s register file, for host-side set-up, between two of its
+    /// slices; the queue re-checks a wait afterwards.
     pub fn with_registers_mut<R>(&self, queue: QueueId, f: impl FnOnce(&mut RegisterFile) -> R) -> Result<R, GpuError> {
         let index = queue_index(queue)?;
-        let result = {
-            let mut core = self.shared.core.lock();
-            let q = core.sched.queues.get_mut(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
-            let result = f(q.processor.get_mut().registers_mut());
-            core.sched.wake_queue(index);
-            result
-        };
-        self.poke();
+        let mut sched = self.queue_home(index);
+        let q = sched.queues.get_mut(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
+        let processor = q.processor.get_mut().ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
+        let result = f(processor.registers_mut());
+        let woke = sched.wake_queue(index);
+        drop(sched);
+        if woke {
+            self.shared.offer_work(false);
+        }
         Ok(result)
     }
 
     /// `queue`'s processor counters.
     pub fn processor_stats(&self, queue: QueueId) -> Result<ProcessorStats, GpuError> {
         let index = queue_index(queue)?;
-        let core = self.shared.core.lock();
-        let q = core.sched.queues.get(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
+        let sched = self.queue_home(index);
+        let q = sched.queues.get(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
         // A queue never used has no processor yet: all counters are zero.
         Ok(q.processor.get().map(|p| p.stats().clone()).unwrap_or_default())
     }
@@ -627,25 +730,29 @@ where
     /// What `queue` is doing.
     pub fn queue_status(&self, queue: QueueId) -> Result<QueueStatus, GpuError> {
         let index = queue_index(queue)?;
-        self.shared.core.lock().sched.queue_status(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })
+        self.shared.sched.lock().queue_status(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })
     }
 
     /// The GPU's counters.
     pub fn stats(&self) -> GpuStats {
-        let core = self.shared.core.lock();
-        GpuStats { interrupts: core.backend.interrupts, interrupts_dropped: core.backend.dropped, ..core.sched.stats }
+        let (interrupts, dropped) = {
+            let tap = self.shared.parts.backend.lock();
+            (tap.interrupts, tap.dropped)
+        };
+        GpuStats { interrupts, interrupts_dropped: dropped, ..self.shared.sched.lock().stats }
     }
 
     /// Stops the GPU (pending work completes with [`GpuError::ShutDown`], as
     /// on drop) and gives back memory, backend and shader registry.
     pub fn into_parts(self) -> Result<GpuParts<M, B>, GpuError> {
         let Gpu { shared, control, .. } = self;
-        // Stops and joins the worker, which cancels what is pending.
+        // Stops and joins the workers, which cancels what is pending.
         drop(control);
         let shared = Arc::try_unwrap(shared).map_err(|_| GpuError::WorkerLost)?;
-        let Core { memory, backend, shaders, sched } = shared.core.into_inner();
+        let Shared { parts, sched, .. } = shared;
         // Cancels what is pending (deterministic mode).
         drop(sched);
-        Ok(GpuParts { memory, backend: backend.inner, shaders })
+        let Parts { memory, backend, shaders } = parts;
+        Ok(GpuParts { memory, backend: backend.into_inner().inner, shaders })
     }
 }

@@ -3,6 +3,7 @@
 //! have changed) and interrupts are copied to per-queue channels.
 
 use crossbeam_channel::{Receiver, Sender};
+use parking_lot::Mutex;
 
 use crate::backend::{
     Backend, CacheAction, Dispatch, Draw, Event, Fence, Flip, Marker, NotEmulated, QueueId, SampleKind, UnknownPacket,
@@ -28,6 +29,7 @@ impl WriteLog {
         self.overflow = false;
     }
 
+    #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.ranges.is_empty() && !self.overflow
     }
@@ -54,8 +56,15 @@ impl WriteLog {
     }
 
     /// Whether a write may have touched `[start, end)`.
+    #[cfg(test)]
     pub(crate) fn overlaps(&self, start: u64, end: u64) -> bool {
         self.overflow || self.ranges.iter().any(|&(a, b)| a < end && b > start)
+    }
+
+    /// The ranges written, or `None` when too many were to keep them apart
+    /// (anything may have changed).
+    pub(crate) fn ranges(&self) -> Option<&[(u64, u64)]> {
+        (!self.overflow).then_some(&self.ranges)
     }
 }
 
@@ -162,14 +171,13 @@ struct InterruptLine {
     rx: Receiver<Interrupt>,
 }
 
-/// The user's backend, with fences copied to the interrupt channels.
+/// The user's backend and the interrupt channels, behind the GPU's backend
+/// lock.
 pub(crate) struct Tap<B> {
     pub(crate) inner: B,
     /// Created by the queue's first interrupt or the host's first request.
     lines: Vec<Option<InterruptLine>>,
     capacity: usize,
-    /// The submission whose slice is running.
-    pub(crate) current: SubmissionId,
     pub(crate) interrupts: u64,
     pub(crate) dropped: u64,
 }
@@ -181,7 +189,7 @@ impl<B: Backend> Tap<B> {
         let mut lines = Vec::new();
         lines.resize_with(queues, || None);
         let capacity = capacity.max(1);
-        Self { inner, lines, capacity, current: SubmissionId(0), interrupts: 0, dropped: 0 }
+        Self { inner, lines, capacity, interrupts: 0, dropped: 0 }
     }
 
     fn line(&mut self, queue: usize) -> Option<&InterruptLine> {
@@ -197,13 +205,13 @@ impl<B: Backend> Tap<B> {
         self.line(queue).map(|l| l.rx.clone())
     }
 
-    fn raise(&mut self, fence: &Fence) {
-        let (capacity, current, sequence) = (self.capacity, self.current, self.interrupts);
+    fn raise(&mut self, fence: &Fence, submission: SubmissionId) {
+        let (capacity, sequence) = (self.capacity, self.interrupts);
         let mut dropped = 0;
         let Some(line) = self.line(fence.queue.0 as usize) else {
             return;
         };
-        let interrupt = Interrupt { sequence, submission: current, fence: *fence };
+        let interrupt = Interrupt { sequence, submission, fence: *fence };
         // The host may take entries meanwhile; it never adds any.
         while line.tx.len() >= capacity {
             if line.rx.try_recv().is_err() {
@@ -218,60 +226,70 @@ impl<B: Backend> Tap<B> {
     }
 }
 
-impl<B: Backend> Backend for Tap<B> {
+/// The backend as one queue's slice sees it: every call takes the GPU's
+/// backend lock for that call only (queues on other workers call it in
+/// between), and fences with an interrupt select are copied to the
+/// interrupt channels, tagged with the running submission.
+pub(crate) struct SharedBackend<'a, B> {
+    pub(crate) tap: &'a Mutex<Tap<B>>,
+    pub(crate) submission: SubmissionId,
+}
+
+impl<B: Backend> Backend for SharedBackend<'_, B> {
     fn packet(&mut self, queue: QueueId, header: Header, location: &PacketLocation) {
-        self.inner.packet(queue, header, location)
+        self.tap.lock().inner.packet(queue, header, location)
     }
 
     fn draw(&mut self, draw: &Draw<'_>) {
-        self.inner.draw(draw)
+        self.tap.lock().inner.draw(draw)
     }
 
     fn dispatch(&mut self, dispatch: &Dispatch<'_>) {
-        self.inner.dispatch(dispatch)
+        self.tap.lock().inner.dispatch(dispatch)
     }
 
     fn event(&mut self, event: &Event) {
-        self.inner.event(event)
+        self.tap.lock().inner.event(event)
     }
 
     fn cache_action(&mut self, queue: QueueId, action: &CacheAction) {
-        self.inner.cache_action(queue, action)
+        self.tap.lock().inner.cache_action(queue, action)
     }
 
     fn fence(&mut self, fence: &Fence) {
-        self.inner.fence(fence);
+        let mut tap = self.tap.lock();
+        tap.inner.fence(fence);
         if fence.interrupt {
-            self.raise(fence);
+            tap.raise(fence, self.submission);
         }
     }
 
     fn flip(&mut self, flip: &Flip) {
-        self.inner.flip(flip)
+        self.tap.lock().inner.flip(flip)
     }
 
     fn marker(&mut self, queue: QueueId, marker: &Marker<'_>) {
-        self.inner.marker(queue, marker)
+        self.tap.lock().inner.marker(queue, marker)
     }
 
     fn host_command(&mut self, queue: QueueId, code: u32, payload: &[u32]) {
-        self.inner.host_command(queue, code, payload)
+        self.tap.lock().inner.host_command(queue, code, payload)
     }
 
     fn not_emulated(&mut self, packet: &NotEmulated) {
-        self.inner.not_emulated(packet)
+        self.tap.lock().inner.not_emulated(packet)
     }
 
     fn unknown_packet(&mut self, report: &UnknownPacket) {
-        self.inner.unknown_packet(report)
+        self.tap.lock().inner.unknown_packet(report)
     }
 
     fn skipped_indirect_buffer(&mut self, queue: QueueId, location: &PacketLocation, address: u64, size_dw: u32) {
-        self.inner.skipped_indirect_buffer(queue, location, address, size_dw)
+        self.tap.lock().inner.skipped_indirect_buffer(queue, location, address, size_dw)
     }
 
     fn gpu_clock(&mut self) -> Option<u64> {
-        self.inner.gpu_clock()
+        self.tap.lock().inner.gpu_clock()
     }
 
     fn sample_event(
@@ -282,7 +300,7 @@ impl<B: Backend> Backend for Tap<B> {
         render_backends: u32,
         memory: &dyn GuestMemory,
     ) -> Result<(), MemoryError> {
-        self.inner.sample_event(queue, kind, address, render_backends, memory)
+        self.tap.lock().inner.sample_event(queue, kind, address, render_backends, memory)
     }
 }
 

@@ -1,141 +1,165 @@
-//! The threaded mode's worker: takes host operations from the channel and
-//! drives the [`Core`] between them.
+//! The threaded mode's workers: a bounded pool of threads that take
+//! runnable queues from the scheduler and run one slice each, with the
+//! scheduler lock released while the packets run, so queues run in parallel.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvError, TryRecvError};
-use parking_lot::Mutex;
+use crossbeam_channel::{Receiver, Sender};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::backend::Backend;
 use crate::memory::GuestMemory;
 
-use super::core::{Core, HostOp, Step};
-use super::error::GpuError;
+use super::core::{run_slice, Parts, Sched};
+use super::error::{GpuError, StallReport};
+use super::tap::WriteLog;
 
-/// What host threads send to the worker.
-pub(crate) enum Command {
-    /// A submission, host write or sync, in the order the host made them.
-    Op(HostOp),
-    /// The host changed state under the lock; look again.
-    Wake,
-    /// Cancel what is pending and stop.
-    Shutdown,
+/// Settings the workers read.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WorkerSettings {
+    /// How long an idle worker polls for new work before it parks.
+    pub(crate) spin: Duration,
+    /// A stall lasting this long fails the stalled submissions with
+    /// [`GpuError::Deadlock`].
+    pub(crate) stall_timeout: Option<Duration>,
 }
 
-/// State shared by the [`super::Gpu`] and its worker.
+/// State shared by the [`super::Gpu`] and its workers.
 pub(crate) struct Shared<M, B> {
-    pub(crate) core: Mutex<Core<M, B>>,
-    /// Set when the worker died of a bug.
+    pub(crate) parts: Parts<M, B>,
+    pub(crate) sched: Mutex<Sched>,
+    /// Idle workers wait here for runnable queues.
+    pub(crate) work: Condvar,
+    /// Host threads wait here for quiescence or for a processor a slice has.
+    pub(crate) changed: Condvar,
+    /// Bumped whenever work is offered, for spinning workers.
+    pub(crate) epoch: AtomicU64,
+    pub(crate) stop: AtomicBool,
+    /// Set when a worker died of a bug.
     pub(crate) lost: AtomicBool,
+    pub(crate) stall_tx: Sender<StallReport>,
+    pub(crate) stall_rx: Receiver<StallReport>,
+    pub(crate) settings: WorkerSettings,
 }
 
-/// Completes pending work with [`GpuError::WorkerLost`] if the worker
-/// unwinds, so no host thread waits forever.
-struct LostGuard<'a, M: GuestMemory, B: Backend> {
+impl<M, B> Shared<M, B> {
+    /// New work may be runnable: wake an idle worker.
+    pub(crate) fn offer_work(&self, all: bool) {
+        self.epoch.fetch_add(1, Ordering::Release);
+        if all {
+            self.work.notify_all();
+        } else {
+            self.work.notify_one();
+        }
+    }
+
+    /// Notes a stall the first time it is seen in its episode, and reports
+    /// it on the stall channel (dropped if the host does not read them).
+    pub(crate) fn note_stall(&self, sched: &mut Sched) {
+        if sched.stalled {
+            return;
+        }
+        let Some(report) = sched.stall_report() else {
+            return;
+        };
+        sched.stalled = true;
+        sched.stall_since = Some(Instant::now());
+        sched.stall_episode += 1;
+        sched.stats.stalls += 1;
+        // Normal while the host is about to write a label: not a warning.
+        tracing::debug!("{report}");
+        let _ = self.stall_tx.try_send(report);
+    }
+}
+
+/// Completes pending work with [`GpuError::WorkerLost`] if a worker unwinds
+/// outside a slice (a bug), so no host thread waits forever.
+struct LostGuard<'a, M, B> {
     shared: &'a Shared<M, B>,
 }
 
-impl<M: GuestMemory, B: Backend> Drop for LostGuard<'_, M, B> {
+impl<M, B> Drop for LostGuard<'_, M, B> {
     fn drop(&mut self) {
         if std::thread::panicking() {
             self.shared.lost.store(true, Ordering::Release);
-            self.shared.core.lock().sched.cancel_all(&GpuError::WorkerLost);
+            self.shared.stop.store(true, Ordering::Release);
+            self.shared.sched.lock().cancel_all(&GpuError::WorkerLost);
+            self.shared.work.notify_all();
+            self.shared.changed.notify_all();
         }
     }
 }
 
-fn shut_down<M: GuestMemory, B: Backend>(core: &mut Core<M, B>) {
-    core.sched.cancel_all(&GpuError::ShutDown);
-}
-
-/// The next command: polled (yielding the CPU between polls) for up to
-/// `spin`, then waited for. A host that answers a stall quickly (writes the
-/// label a queue waits on) finds the worker awake, instead of paying for
-/// waking a parked thread.
-fn wait_for_command(rx: &Receiver<Command>, spin: Duration) -> Result<Command, RecvError> {
-    if !spin.is_zero() {
-        let start = Instant::now();
-        while start.elapsed() < spin {
-            match rx.try_recv() {
-                Ok(command) => return Ok(command),
-                Err(TryRecvError::Disconnected) => return Err(RecvError),
-                Err(TryRecvError::Empty) => std::thread::yield_now(),
-            }
+/// Polls the work epoch for up to `spin` without the lock; true when it moved.
+fn spin_for_work<M, B>(shared: &Shared<M, B>, spin: Duration) -> bool {
+    let epoch = shared.epoch.load(Ordering::Acquire);
+    let start = Instant::now();
+    while start.elapsed() < spin {
+        if shared.epoch.load(Ordering::Acquire) != epoch || shared.stop.load(Ordering::Acquire) {
+            return true;
         }
+        std::thread::yield_now();
     }
-    rx.recv()
+    false
 }
 
-/// The worker's loop. Per round: take every command that arrived, run up to
-/// `batch` steps (fewer when a command arrives), release the lock. When no
-/// queue can run it blocks on the channel, flagging the stall to waiting
-/// handles first.
-pub(crate) fn run<M, B>(
-    shared: Arc<Shared<M, B>>,
-    rx: Receiver<Command>,
-    stop: Arc<AtomicBool>,
-    batch: usize,
-    spin: Duration,
-) where
-    M: GuestMemory,
-    B: Backend,
-{
-    let _guard = LostGuard { shared: &shared };
-    let batch = batch.max(1);
-    let mut next: Option<Command> = None;
-    // Commands taken from the channel (the host counts those it sent).
-    let mut taken: u64 = 0;
+/// One worker's loop: pick a runnable queue (never one another worker has),
+/// run a slice of it without the lock, end the slice, repeat; with nothing
+/// to run, note a stall, spin briefly, then park until work is offered (or
+/// the stall timeout, if set, passes).
+pub(crate) fn run<M: GuestMemory, B: Backend>(shared: Arc<Shared<M, B>>) {
+    let shared = &*shared;
+    let _guard = LostGuard { shared };
+    let mut log = WriteLog::default();
+    let mut sched = shared.sched.lock();
     loop {
-        let mut core = shared.core.lock();
-        let mut pending = next.take();
-        let mut took = pending.is_some();
-        loop {
-            let command = match pending.take() {
-                Some(c) => c,
-                None => match rx.try_recv() {
-                    Ok(c) => c,
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Disconnected) => return shut_down(&mut core),
-                },
-            };
-            took = true;
-            taken += 1;
-            match command {
-                Command::Op(op) => core.sched.push(op),
-                Command::Wake => {}
-                Command::Shutdown => return shut_down(&mut core),
-            }
+        if shared.stop.load(Ordering::Acquire) {
+            return;
         }
-        if stop.load(Ordering::Acquire) {
-            return shut_down(&mut core);
-        }
-        if took {
-            // The host acted: a stall answer given before is out of date.
-            core.sched.clear_stall_flags();
-        }
-        let mut step = Step::Ran;
-        for _ in 0..batch {
-            step = core.step();
-            if step != Step::Ran || !rx.is_empty() || stop.load(Ordering::Relaxed) {
-                break;
-            }
-        }
-        match step {
-            Step::Ran => {
-                core.sched.clear_stall_flags();
-                // Release the lock between rounds so host accessors get in.
+        if let Some(queue) = sched.pick() {
+            let Some(mut ticket) = sched.begin_slice(queue) else {
+                shared.changed.notify_all();
                 continue;
+            };
+            // More to run: let another worker take it.
+            if sched.pick().is_some() {
+                shared.offer_work(false);
             }
-            Step::Idle => core.sched.clear_stall_flags(),
-            Step::Stalled => core.sched.flag_stall(taken),
+            let result = MutexGuard::unlocked(&mut sched, || run_slice(&shared.parts, &mut ticket, &mut log));
+            let woken = sched.end_slice(ticket, result, &log);
+            if woken > 1 {
+                shared.offer_work(true);
+            }
+            shared.changed.notify_all();
+            continue;
         }
-        drop(core);
-        match wait_for_command(&rx, spin) {
-            Ok(command) => next = Some(command),
-            Err(_) => return shut_down(&mut shared.core.lock()),
+        if sched.in_flight == 0 {
+            shared.note_stall(&mut sched);
+            shared.changed.notify_all();
+        }
+        let spin = shared.settings.spin;
+        if !spin.is_zero() && MutexGuard::unlocked(&mut sched, || spin_for_work(shared, spin)) {
+            continue;
+        }
+        if sched.pick().is_some() || shared.stop.load(Ordering::Acquire) {
+            continue;
+        }
+        match (sched.stalled, sched.stall_since, shared.settings.stall_timeout) {
+            (true, Some(since), Some(timeout)) => {
+                let episode = sched.stall_episode;
+                let deadline = since.checked_add(timeout).unwrap_or_else(Instant::now);
+                let timed_out = Instant::now() >= deadline || shared.work.wait_until(&mut sched, deadline).timed_out();
+                if timed_out && sched.stalled && sched.stall_episode == episode {
+                    if let Some(report) = sched.declare_deadlock() {
+                        tracing::warn!("stall declared a deadlock after {timeout:?}: {report}");
+                        shared.changed.notify_all();
+                        shared.offer_work(true);
+                    }
+                }
+            }
+            _ => shared.work.wait(&mut sched),
         }
     }
 }

@@ -4,7 +4,10 @@
 //! and the disassembler prints the same values.
 
 pub mod body;
+pub mod builder;
+pub mod field;
 pub mod opcode;
+pub mod reader;
 
 pub use opcode::Opcode;
 
@@ -113,6 +116,55 @@ impl Header {
     }
 }
 
+impl Header {
+    /// The name the packet is counted and printed under.
+    #[inline]
+    pub const fn name(self) -> PacketName {
+        match self.packet_type() {
+            PacketType::Type0 => PacketName::Type0,
+            PacketType::Type1 => PacketName::Type1,
+            PacketType::Type2 => PacketName::Type2,
+            PacketType::Type3 => PacketName::Type3(self.opcode()),
+        }
+    }
+}
+
+/// The name of a packet, the one naming every report uses: the opcode's
+/// name for type 3 (`UNKNOWN_0xNN` when the gfx10.3 map has none), else
+/// `TYPE0`, `TYPE1` or `TYPE2`. Copy and allocation-free, so per-packet
+/// records can keep it.
+///
+/// ```
+/// use pm4core::packet::Header;
+///
+/// assert_eq!(Header(0xC001_7600).name().to_string(), "SET_SH_REG");
+/// assert_eq!(Header(0xC000_0100).name().to_string(), "UNKNOWN_0x01");
+/// assert_eq!(Header(0x4000_0000).name().to_string(), "TYPE1");
+/// assert_eq!(Header(0x8000_0000).name().to_string(), "TYPE2");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PacketName {
+    /// A type-0 register run.
+    Type0,
+    /// A type-1 header.
+    Type1,
+    /// A type-2 filler.
+    Type2,
+    /// A type-3 packet.
+    Type3(Opcode),
+}
+
+impl fmt::Display for PacketName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PacketName::Type0 => f.write_str("TYPE0"),
+            PacketName::Type1 => f.write_str("TYPE1"),
+            PacketName::Type2 => f.write_str("TYPE2"),
+            PacketName::Type3(op) => op.fmt(f),
+        }
+    }
+}
+
 impl fmt::Debug for Header {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Header({:#010x})", self.0)
@@ -174,16 +226,20 @@ impl<'a> Packet<'a> {
 }
 
 /// Splits the packet starting at `dwords[0]` off a dword stream: returns its
-/// header, its body and its length, or why it cannot be read.
+/// header, its body and its length, or why it cannot be read (the framing
+/// rule of [`reader::frame_length`]).
 pub fn split_packet(dwords: &[u32]) -> Result<(Header, &[u32], u32), SplitError> {
     let first = *dwords.first().ok_or(SplitError::Empty)?;
     let header = Header(first);
-    let len = header.length_dw().ok_or(SplitError::Type1 { header: first })?;
-    let body = dwords.get(1..len as usize).ok_or(SplitError::Overrun {
-        header: first,
-        length_dw: len,
-        available_dw: dwords.len() as u32,
-    })?;
+    let available_dw = u32::try_from(dwords.len()).unwrap_or(u32::MAX);
+    let len = match reader::frame_length(header, available_dw) {
+        Ok(len) => len,
+        Err(reader::FrameErrorKind::Overrun { length_dw, .. }) => {
+            return Err(SplitError::Overrun { header: first, length_dw, available_dw })
+        }
+        Err(_) => return Err(SplitError::Type1 { header: first }),
+    };
+    let body = dwords.get(1..len as usize).unwrap_or(&[]);
     Ok((header, body, len))
 }
 

@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+use crate::regs::RegisterSpace;
+
 /// A type-3 packet opcode.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Opcode(pub u8);
@@ -190,6 +192,47 @@ impl Opcode {
             other => other,
         };
         (0..=255u8).map(Opcode).find(|op| op.name() == Some(name))
+    }
+
+    /// The register space the opcode's register offsets are relative to:
+    /// the SET_*_REG, LOAD_*_REG and their _INDEX forms, CONTEXT_REG_RMW,
+    /// SET_CONTEXT_REG_INDIRECT and SET_SH_REG_OFFSET. The one place that
+    /// says which space an opcode writes.
+    pub const fn register_space(self) -> Option<RegisterSpace> {
+        match self {
+            Opcode::SET_CONFIG_REG | Opcode::LOAD_CONFIG_REG => Some(RegisterSpace::CONFIG),
+            Opcode::SET_CONTEXT_REG
+            | Opcode::SET_CONTEXT_REG_INDEX
+            | Opcode::LOAD_CONTEXT_REG
+            | Opcode::LOAD_CONTEXT_REG_INDEX
+            | Opcode::CONTEXT_REG_RMW
+            | Opcode::SET_CONTEXT_REG_INDIRECT => Some(RegisterSpace::CONTEXT),
+            Opcode::SET_SH_REG
+            | Opcode::SET_SH_REG_INDEX
+            | Opcode::LOAD_SH_REG
+            | Opcode::LOAD_SH_REG_INDEX
+            | Opcode::SET_SH_REG_OFFSET => Some(RegisterSpace::SH),
+            Opcode::SET_UCONFIG_REG
+            | Opcode::SET_UCONFIG_REG_INDEX
+            | Opcode::LOAD_UCONFIG_REG
+            | Opcode::LOAD_UCONFIG_REG_INDEX => Some(RegisterSpace::UCONFIG),
+            _ => None,
+        }
+    }
+
+    /// True for the plain register writers (SET_CONFIG/CONTEXT/SH/UCONFIG_REG
+    /// and their _INDEX forms): dw0 holds the offset, the values follow.
+    pub const fn writes_register_run(self) -> bool {
+        matches!(
+            self,
+            Opcode::SET_CONFIG_REG
+                | Opcode::SET_CONTEXT_REG
+                | Opcode::SET_CONTEXT_REG_INDEX
+                | Opcode::SET_SH_REG
+                | Opcode::SET_SH_REG_INDEX
+                | Opcode::SET_UCONFIG_REG
+                | Opcode::SET_UCONFIG_REG_INDEX
+        )
     }
 
     /// Every named opcode, in numeric order.

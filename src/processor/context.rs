@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use super::{tables, Engine, Pm4Error, ProcessorState, SuspendReason};
 use crate::backend::Backend;
 use crate::memory::{GuestMemory, MemoryError};
-use crate::packet::body::BodyError;
-use crate::packet::{Opcode, PacketLocation};
+use crate::packet::body::{Body, BodyError};
+use crate::packet::{Opcode, Packet, PacketLocation};
 use crate::shader::ShaderRegistry;
 
 use super::execution::Pm4Execution;
@@ -135,6 +135,13 @@ impl Ctx<'_> {
     #[inline]
     pub fn mem_err(&self, source: MemoryError) -> Pm4Error {
         Pm4Error::Memory { location: *self.location, opcode: self.opcode, source }
+    }
+
+    /// The packet's typed body; a body too short for its layout is an
+    /// error at this packet.
+    #[inline]
+    pub fn decode<'p, B: Body<'p>>(&self, p: &Packet<'p>) -> Result<B, Pm4Error> {
+        B::decode(p).map_err(|e| self.body_err(e))
     }
 
     /// A malformed body at this packet.

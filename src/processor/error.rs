@@ -2,6 +2,7 @@
 
 use crate::memory::MemoryError;
 use crate::packet::body::BodyError;
+use crate::packet::reader::{FrameError, FrameErrorKind};
 use crate::packet::{Opcode, PacketLocation};
 
 /// A submission could not be carried out.
@@ -48,6 +49,19 @@ pub enum Pm4Error {
 }
 
 impl Pm4Error {
+    /// The processor's error for a packet the reader could not frame.
+    #[cold]
+    pub fn from_frame(e: FrameError) -> Pm4Error {
+        let location = e.location;
+        match e.kind {
+            FrameErrorKind::Type1 { header } => Pm4Error::Type1Header { location, header },
+            FrameErrorKind::Overrun { header, length_dw, remaining_dw } => {
+                Pm4Error::PacketOverrun { location, header, length_dw, remaining_dw }
+            }
+            FrameErrorKind::Unreadable(source) => Pm4Error::Memory { location, opcode: Opcode::NOP, source },
+        }
+    }
+
     /// A short, stable name of the error kind (for reports and JSON).
     pub fn kind(&self) -> &'static str {
         match self {

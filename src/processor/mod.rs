@@ -22,6 +22,7 @@ pub use handlers::nop::convention_name as nop_convention;
 
 use crate::backend::{Backend, ProgramBinding, QueueId, UnknownPacket};
 use crate::memory::GuestMemory;
+use crate::packet::reader::{self, FrameError, FrameErrorKind};
 use crate::packet::{Header, Opcode, Packet, PacketLocation, PacketType};
 use crate::regs::RegisterFile;
 use crate::shader::ShaderRegistry;
@@ -615,22 +616,19 @@ fn run_packets(
             let remaining = size - offset;
             let address = buffer.wrapping_add(u64::from(offset) * 4);
 
+            // Framing: the header from the prefetch window, then the
+            // reader's rule (type 1 and overruns are frame errors).
             let start = match window.ensure(env.memory, address, 1, remaining) {
                 Ok(start) => start,
-                Err(source) => return Err(Pm4Error::Memory { location, opcode: Opcode::NOP, source }),
+                Err(source) => {
+                    return Err(Pm4Error::from_frame(FrameError { location, kind: FrameErrorKind::Unreadable(source) }))
+                }
             };
             let header = Header(window.word(start));
-            let Some(length) = header.length_dw() else {
-                return Err(Pm4Error::Type1Header { location, header: header.0 });
+            let length = match reader::frame_length(header, remaining) {
+                Ok(length) => length,
+                Err(kind) => return Err(Pm4Error::from_frame(FrameError { location, kind })),
             };
-            if length > remaining {
-                return Err(Pm4Error::PacketOverrun {
-                    location,
-                    header: header.0,
-                    length_dw: length,
-                    remaining_dw: remaining,
-                });
-            }
 
             exec.packets += 1;
             if exec.packets > work_budget {

@@ -361,6 +361,17 @@ pub fn packet_field_type(name: &str, family: GpuFamily) -> Option<&'static Packe
     packet_field_types().iter().find(|t| t.name == name && t.applies_to(family))
 }
 
+/// The VGT_EVENT_TYPE name of an event number (the enum of
+/// VGT_EVENT_INITIATOR's EVENT_TYPE field in `family`'s database).
+///
+/// ```
+/// use pm4core::regs::db::{event_name, GpuFamily};
+/// assert_eq!(event_name(GpuFamily::Gfx103, 0x14), Some("CACHE_FLUSH_AND_INV_TS_EVENT"));
+/// ```
+pub fn event_name(family: GpuFamily, event_type: u32) -> Option<&'static str> {
+    register_by_name(family, "VGT_EVENT_INITIATOR")?.field("EVENT_TYPE")?.value_name(event_type)
+}
+
 /// Formats `value` field by field: `NAME = ENUM_NAME` or `NAME = decimal`,
 /// joined by `", "`. Bits outside every field, when set, are appended as
 /// `(other bits 0x...)`; a value with no fields formats as `0x%08X`.

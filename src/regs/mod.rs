@@ -27,6 +27,96 @@ pub mod space {
     pub const UCONFIG_SIZE: u32 = 0x4000;
 }
 
+/// Pipeline stages a draw can bind a program to (gfx10.3 slots): the
+/// SPI_SHADER_PGM_* / COMPUTE_PGM_* register groups.
+///
+/// ```
+/// use pm4core::regs::{ProgramStage, RegisterFile};
+///
+/// let mut regs = RegisterFile::new();
+/// regs.set(pm4core::regs::gfx103::SPI_SHADER_PGM_LO_PS, 0x1000);
+/// assert_eq!(regs.view().program_address(ProgramStage::Ps), 0x10_0000);
+/// assert_eq!(ProgramStage::GRAPHICS[0].name(), "ps");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ProgramStage {
+    /// SPI_SHADER_PGM_*_PS.
+    Ps,
+    /// SPI_SHADER_PGM_*_VS (legacy, non-NGG pipelines).
+    Vs,
+    /// SPI_SHADER_PGM_*_ES: merged ES+GS or NGG geometry.
+    Es,
+    /// SPI_SHADER_PGM_*_LS: merged LS+HS.
+    Ls,
+    /// COMPUTE_PGM_*.
+    Cs,
+}
+
+impl ProgramStage {
+    /// Graphics stages in a fixed order (index into [`crate::backend::Draw::programs`]).
+    pub const GRAPHICS: [ProgramStage; 4] = [Self::Ps, Self::Vs, Self::Es, Self::Ls];
+
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Ps => "ps",
+            Self::Vs => "vs",
+            Self::Es => "es",
+            Self::Ls => "ls",
+            Self::Cs => "cs",
+        }
+    }
+}
+
+/// A packet-writable register space: where it starts and how many
+/// registers a packet may address from its base.
+///
+/// ```
+/// use pm4core::packet::Opcode;
+/// use pm4core::regs::RegisterSpace;
+///
+/// let sh = Opcode::SET_SH_REG.register_space().unwrap();
+/// assert_eq!(sh, RegisterSpace::SH);
+/// assert_eq!(sh.register(0x8), Some(0x2C08));
+/// assert_eq!(sh.register(0x400), None);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RegisterSpace {
+    /// Absolute dword index of offset 0.
+    pub base: u32,
+    /// Registers addressable from the base.
+    pub size: u32,
+}
+
+impl RegisterSpace {
+    /// SET_CONFIG_REG / LOAD_CONFIG_REG.
+    pub const CONFIG: RegisterSpace = RegisterSpace { base: space::CONFIG, size: space::SH - space::CONFIG };
+    /// SET_SH_REG and its forms.
+    pub const SH: RegisterSpace = RegisterSpace { base: space::SH, size: space::SH_SIZE };
+    /// SET_CONTEXT_REG and its forms.
+    pub const CONTEXT: RegisterSpace = RegisterSpace { base: space::CONTEXT, size: space::UCONFIG - space::CONTEXT };
+    /// SET_UCONFIG_REG and its forms.
+    pub const UCONFIG: RegisterSpace = RegisterSpace { base: space::UCONFIG, size: space::UCONFIG_SIZE };
+
+    /// The absolute index of `offset`, if the space holds it.
+    pub const fn register(self, offset: u32) -> Option<u32> {
+        if offset < self.size {
+            Some(self.base + offset)
+        } else {
+            None
+        }
+    }
+
+    /// The offset of absolute register `index` in this space, if it is in it.
+    pub const fn offset_of(self, index: u32) -> Option<u32> {
+        if index >= self.base && index - self.base < self.size {
+            Some(index - self.base)
+        } else {
+            None
+        }
+    }
+}
+
 /// Number of dwords in a register file: every index a packet can name.
 pub const REGISTER_FILE_DWORDS: usize = space::END as usize;
 
@@ -220,8 +310,8 @@ pub struct RegisterView<'a> {
 
 impl RegisterView<'_> {
     /// Program address of a graphics or compute stage.
-    pub fn program_address(&self, stage: crate::backend::ProgramStage) -> u64 {
-        use crate::backend::ProgramStage as S;
+    pub fn program_address(&self, stage: ProgramStage) -> u64 {
+        use ProgramStage as S;
         let lo = match stage {
             S::Ps => gfx103::SPI_SHADER_PGM_LO_PS,
             S::Vs => gfx103::SPI_SHADER_PGM_LO_VS,
@@ -233,8 +323,8 @@ impl RegisterView<'_> {
     }
 
     /// User-data registers of a stage (32 for graphics stages, 16 for compute).
-    pub fn user_data(&self, stage: crate::backend::ProgramStage) -> &[u32] {
-        use crate::backend::ProgramStage as S;
+    pub fn user_data(&self, stage: ProgramStage) -> &[u32] {
+        use ProgramStage as S;
         let (base, len) = match stage {
             S::Ps => (gfx103::SPI_SHADER_USER_DATA_PS_0, 32),
             S::Vs => (gfx103::SPI_SHADER_USER_DATA_VS_0, 32),

@@ -181,7 +181,7 @@ impl Trace {
     /// Maps a `MEM ` region (sharing the file's bytes, no copy) or a `ZERO`
     /// region (nothing allocated); an empty region or any other event does
     /// nothing.
-    pub fn map_region(&self, mem: &mut SparseMemory, event: &TraceEvent) -> Result<(), MemoryError> {
+    pub fn map_region(&self, mem: &SparseMemory, event: &TraceEvent) -> Result<(), MemoryError> {
         if event.region().is_some_and(|(_, len)| len == 0) {
             return Ok(());
         }
@@ -212,9 +212,9 @@ impl Trace {
     /// Guest memory with every region of the trace mapped and no host write
     /// applied (for static tools such as a disassembler).
     pub fn build_memory(&self) -> Result<SparseMemory, TraceError> {
-        let mut mem = SparseMemory::new();
+        let mem = SparseMemory::new();
         for event in &self.events {
-            self.map_region(&mut mem, event).map_err(|e| self.memory_error(event, e))?;
+            self.map_region(&mem, event).map_err(|e| self.memory_error(event, e))?;
         }
         Ok(mem)
     }
@@ -225,7 +225,7 @@ impl Trace {
     pub fn memory_before(&self, end: usize) -> Result<SparseMemory, TraceError> {
         let mut mem = SparseMemory::new();
         for event in self.events.iter().take(end) {
-            self.map_region(&mut mem, event).map_err(|e| self.memory_error(event, e))?;
+            self.map_region(&mem, event).map_err(|e| self.memory_error(event, e))?;
             self.apply_host_write(&mut mem, event).map_err(|e| self.memory_error(event, e))?;
         }
         Ok(mem)

@@ -4,8 +4,9 @@
 //! (INCREMENT_CE_COUNTER, INCREMENT_DE_COUNTER, WAIT_ON_CE_COUNTER,
 //! WAIT_ON_DE_COUNTER_DIFF).
 
-use crate::memory::address_from_dwords;
-use crate::packet::body::BodyError;
+use crate::packet::body::{
+    BodyError, DumpConstRam, IncrementCeCounter, LoadConstRam, WaitOnDeCounterDiff, WriteConstRam,
+};
 use crate::packet::{Opcode, Packet};
 use crate::processor::context::{Ctx, Flow};
 use crate::processor::{Pm4Error, SuspendReason, CE_RAM_BYTES};
@@ -22,8 +23,7 @@ fn ram_range(ctx: &mut Ctx<'_>, offset: u32, bytes: u64) -> Result<std::ops::Ran
 }
 
 pub(crate) fn write_const_ram(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let offset = p.dw(0).map_err(|e| ctx.body_err(e))? & 0xFFFC;
-    let data = p.body.get(1..).unwrap_or(&[]);
+    let WriteConstRam { offset, data } = ctx.decode(p)?;
     let range = ram_range(ctx, offset, data.len() as u64 * 4)?;
     if let Some(ram) = ctx.state.ce_ram.get_mut(range) {
         for (slot, v) in ram.chunks_exact_mut(4).zip(data) {
@@ -34,13 +34,8 @@ pub(crate) fn write_const_ram(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow,
 }
 
 pub(crate) fn load_const_ram(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let d = |i| p.dw(i);
-    let (lo, hi, num, start) = match (d(0), d(1), d(2), d(3)) {
-        (Ok(a), Ok(b), Ok(c), Ok(e)) => (a, b, c & 0x7FFF, e & 0xFFFF),
-        (Err(e), ..) | (_, Err(e), ..) | (_, _, Err(e), _) | (.., Err(e)) => return Err(ctx.body_err(e)),
-    };
-    let address = address_from_dwords(lo, hi, 2);
-    let range = ram_range(ctx, start, u64::from(num) * 4)?;
+    let LoadConstRam { address, num_dwords, start } = ctx.decode(p)?;
+    let range = ram_range(ctx, start, u64::from(num_dwords) * 4)?;
     let memory = &ctx.memory;
     let result = match ctx.state.ce_ram.get_mut(range) {
         Some(ram) => crate::memory::GuestMemory::read_bytes(memory, address, ram),
@@ -53,29 +48,27 @@ pub(crate) fn load_const_ram(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, 
 /// DUMP_CONST_RAM and DUMP_CONST_RAM_OFFSET: CE RAM → memory; with
 /// INCREMENT_CE set the CE counter is bumped after the dump.
 pub(crate) fn dump_const_ram(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let d0 = p.dw(0).map_err(|e| ctx.body_err(e))?;
-    let num = p.dw(1).map_err(|e| ctx.body_err(e))? & 0x7FFF;
-    let address = if p.opcode() == Opcode::DUMP_CONST_RAM_OFFSET {
-        ctx.state.bases.ce_dst.wrapping_add(u64::from(p.dw(2).map_err(|e| ctx.body_err(e))?))
-            & crate::memory::ADDRESS_MASK
+    let dump = ctx.decode::<DumpConstRam>(p)?;
+    let address = if dump.opcode == Opcode::DUMP_CONST_RAM_OFFSET {
+        ctx.state.bases.ce_dst.wrapping_add(dump.destination) & crate::memory::ADDRESS_MASK
     } else {
-        address_from_dwords(p.dw(2).map_err(|e| ctx.body_err(e))?, p.dw(3).map_err(|e| ctx.body_err(e))?, 2)
+        dump.destination
     };
-    let range = ram_range(ctx, d0 & 0xFFFF, u64::from(num) * 4)?;
+    let range = ram_range(ctx, dump.offset, u64::from(dump.num_dwords) * 4)?;
     let result = match ctx.state.ce_ram.get(range) {
         Some(ram) => crate::memory::GuestMemory::write_bytes(&ctx.memory, address, ram),
         None => Ok(()),
     };
     result.map_err(|e| ctx.mem_err(e))?;
     // INCREMENT_CE (bit 30, gfx10 order): bump the CE counter once dumped.
-    if d0 & (1 << 30) != 0 {
+    if dump.increment_ce {
         ctx.state.ce_counter = ctx.state.ce_counter.wrapping_add(1);
     }
     Ok(Flow::Continue)
 }
 
 pub(crate) fn increment_ce_counter(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let sel = p.body.first().map_or(1, |d| d & 3);
+    let sel = ctx.decode::<IncrementCeCounter>(p)?.select;
     if sel & 1 != 0 || sel == 0 {
         ctx.state.ce_counter = ctx.state.ce_counter.wrapping_add(1);
     }
@@ -101,7 +94,7 @@ pub(crate) fn wait_on_ce_counter(ctx: &mut Ctx<'_>, _: &Packet<'_>) -> Result<Fl
 /// WAIT_ON_DE_COUNTER_DIFF: the constant engine waits while it is `diff`
 /// or more ahead of the drawing engine.
 pub(crate) fn wait_on_de_counter_diff(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let diff = p.dw(0).map_err(|e| ctx.body_err(e))?;
+    let diff = ctx.decode::<WaitOnDeCounterDiff>(p)?.diff;
     let (ce, de) = (ctx.state.ce_counter, ctx.state.de_counter);
     if ce.wrapping_sub(de) >= diff {
         Ok(Flow::Suspend(SuspendReason::WaitOnDeCounterDiff { ce, de, diff }))

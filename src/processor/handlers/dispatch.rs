@@ -49,13 +49,13 @@ fn run(ctx: &mut Ctx<'_>, dims: [u32; 3], initiator: u32, indirect_args: Option<
 }
 
 pub(crate) fn dispatch_direct(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let d = DispatchDirect::decode(p).map_err(|e| ctx.body_err(e))?;
+    let d = ctx.decode::<DispatchDirect>(p)?;
     run(ctx, d.dims, d.initiator, None);
     Ok(Flow::Continue)
 }
 
 pub(crate) fn dispatch_indirect(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let d = DispatchIndirect::decode(p).map_err(|e| ctx.body_err(e))?;
+    let d = ctx.decode::<DispatchIndirect>(p)?;
     let (address, initiator) = match d {
         DispatchIndirect::Offset { data_offset, initiator } => {
             (ctx.state.bases.dispatch_indirect.wrapping_add(u64::from(data_offset)) & ADDRESS_MASK, initiator)

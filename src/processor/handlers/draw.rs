@@ -11,7 +11,9 @@
 use crate::backend::{Draw, IndexBuffer, ProgramBinding, ProgramStage};
 use crate::memory::GuestMemory;
 use crate::memory::ADDRESS_MASK;
-use crate::packet::body::{DrawBody, SetBase, StrmoutBufferUpdate};
+use crate::packet::body::{
+    DrawBody, IndexBase, IndexBufferSize, IndexType, NumInstances, SetBase, StrmoutBufferUpdate,
+};
 use crate::packet::Packet;
 use crate::processor::context::{Ctx, Flow};
 use crate::processor::{state_group, Pm4Error};
@@ -175,7 +177,7 @@ fn indirect_draw(
 }
 
 pub(crate) fn draw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let body = DrawBody::decode(p).map_err(|e| ctx.body_err(e))?;
+    let body = ctx.decode::<DrawBody>(p)?;
     ctx.state.stats.draws += 1;
     refresh_programs(ctx);
     let instances = ctx.state.regs.get(r::VGT_NUM_INSTANCES);
@@ -249,6 +251,7 @@ pub(crate) fn draw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> 
             count_address,
             stride,
             initiator,
+            ..
         } => {
             let n = if count_indirect { count.min(ctx.read_u32(count_address)?) } else { count };
             let base = ctx.state.bases.draw_indirect.wrapping_add(u64::from(data_offset));
@@ -281,7 +284,7 @@ pub(crate) fn draw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> 
 /// SET_BASE: index 1 selects the draw or dispatch argument base by the
 /// header's SHADER_TYPE bit.
 pub(crate) fn set_base(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let b = SetBase::decode(p).map_err(|e| ctx.body_err(e))?;
+    let b = ctx.decode::<SetBase>(p)?;
     let bases = &mut ctx.state.bases;
     match b.base_index {
         0 => bases.patch_table = b.address,
@@ -296,9 +299,7 @@ pub(crate) fn set_base(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Err
 }
 
 pub(crate) fn index_base(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let lo = p.dw(0).map_err(|e| ctx.body_err(e))?;
-    let hi = p.dw(1).map_err(|e| ctx.body_err(e))?;
-    let address = crate::memory::address_from_dwords(lo, hi & 0xFFFF, 1);
+    let address = ctx.decode::<IndexBase>(p)?.address;
     ctx.state.index_base = address;
     ctx.write_named_register::<{ r::VGT_DMA_BASE }>(address as u32);
     ctx.write_named_register::<{ r::VGT_DMA_BASE_HI }>((address >> 32) as u32);
@@ -306,7 +307,7 @@ pub(crate) fn index_base(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4E
 }
 
 pub(crate) fn index_buffer_size(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let size = p.dw(0).map_err(|e| ctx.body_err(e))?;
+    let size = ctx.decode::<IndexBufferSize>(p)?.index_count;
     ctx.state.index_buffer_size = size;
     ctx.write_named_register::<{ r::VGT_DMA_SIZE }>(size);
     Ok(Flow::Continue)
@@ -314,14 +315,14 @@ pub(crate) fn index_buffer_size(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flo
 
 /// INDEX_TYPE sets the same "current index type" as a VGT_INDEX_TYPE write.
 pub(crate) fn index_type_packet(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let v = p.dw(0).map_err(|e| ctx.body_err(e))?;
+    let v = ctx.decode::<IndexType>(p)?.index_type;
     ctx.write_named_register::<{ r::VGT_DMA_INDEX_TYPE }>(v);
     ctx.write_named_register::<{ r::VGT_INDEX_TYPE }>(v & 0x4003);
     Ok(Flow::Continue)
 }
 
 pub(crate) fn num_instances(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let v = p.dw(0).map_err(|e| ctx.body_err(e))?;
+    let v = ctx.decode::<NumInstances>(p)?.instances;
     ctx.write_named_register::<{ r::VGT_NUM_INSTANCES }>(v);
     Ok(Flow::Continue)
 }
@@ -330,7 +331,7 @@ pub(crate) fn num_instances(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, P
 /// the filled-size register or memory, and optionally stores the filled
 /// size to memory.
 pub(crate) fn strmout_buffer_update(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let s = StrmoutBufferUpdate::decode(p).map_err(|e| ctx.body_err(e))?;
+    let s = ctx.decode::<StrmoutBufferUpdate>(p)?;
     let offset_reg = r::VGT_STRMOUT_BUFFER_OFFSET_0 + s.buffer * 4;
     let filled_reg = r::VGT_STRMOUT_BUFFER_FILLED_SIZE_0 + s.buffer;
     if s.update_memory {

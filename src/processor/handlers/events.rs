@@ -5,7 +5,7 @@
 //! ACQUIRE_MEM / SURFACE_SYNC (cache actions) and OCCLUSION_QUERY.
 
 use crate::backend::{CacheAction, Event, Fence, SampleKind};
-use crate::packet::body::{AcquireMem, EventWrite, EventWriteEos, ReleaseMem};
+use crate::packet::body::{AcquireMem, EventWrite, EventWriteEos, OcclusionQuery, ReleaseMem, SurfaceSync};
 use crate::packet::{Opcode, Packet};
 use crate::processor::context::{Ctx, Flow};
 use crate::processor::Pm4Error;
@@ -23,7 +23,7 @@ mod event_type {
 }
 
 pub(crate) fn event_write(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let e = EventWrite::decode(p).map_err(|e| ctx.body_err(e))?;
+    let e = ctx.decode::<EventWrite>(p)?;
     let sample = match e.event_type {
         event_type::ZPASS_DONE | event_type::PIXEL_PIPE_STAT_DUMP => Some(SampleKind::ZpassDone),
         event_type::SAMPLE_PIPELINESTAT => Some(SampleKind::PipelineStats),
@@ -103,7 +103,7 @@ fn retire(ctx: &mut Ctx<'_>, r: &ReleaseMem, interrupt: bool) -> Result<(), Pm4E
 }
 
 pub(crate) fn release_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let r = ReleaseMem::decode(p).map_err(|e| ctx.body_err(e))?;
+    let r = ctx.decode::<ReleaseMem>(p)?;
     // INT_SEL 1/2/4 interrupt; 5/6 interrupt when the written value equals
     // CMP_DATA (32/64-bit).
     let interrupt = matches!(r.int_sel, 1 | 2 | 4 | 5 | 6);
@@ -112,13 +112,13 @@ pub(crate) fn release_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4
 }
 
 pub(crate) fn event_write_eop(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let r = ReleaseMem::decode_eop(p).map_err(|e| ctx.body_err(e))?;
+    let r = ctx.decode::<ReleaseMem>(p)?;
     retire(ctx, &r, matches!(r.int_sel, 1 | 2))?;
     Ok(Flow::Continue)
 }
 
 pub(crate) fn event_write_eos(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let e = EventWriteEos::decode(p).map_err(|e| ctx.body_err(e))?;
+    let e = ctx.decode::<EventWriteEos>(p)?;
     let r = ReleaseMem {
         event_type: e.event_type,
         event_index: e.event_index,
@@ -130,13 +130,15 @@ pub(crate) fn event_write_eos(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow,
         address: e.address,
         data: u64::from(e.data),
         int_ctxid: 0,
+        opcode: ctx.opcode,
+        legacy: false,
     };
     retire(ctx, &r, false)?;
     Ok(Flow::Continue)
 }
 
 pub(crate) fn acquire_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let a = AcquireMem::decode(p).map_err(|e| ctx.body_err(e))?;
+    let a = ctx.decode::<AcquireMem>(p)?;
     let size = if a.size == 0xFF_FFFF_FFFF || a.size == 0xFFFF_FFFF { u64::MAX } else { a.size << 8 };
     let queue = ctx.state.queue;
     ctx.backend.cache_action(
@@ -152,14 +154,11 @@ pub(crate) fn acquire_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4
 }
 
 pub(crate) fn surface_sync(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let d0 = p.dw(0).map_err(|e| ctx.body_err(e))?;
-    let size = p.dw(1).map_err(|e| ctx.body_err(e))?;
-    let base = p.dw(2).map_err(|e| ctx.body_err(e))?;
-    let size = if size == u32::MAX { u64::MAX } else { u64::from(size) << 8 };
+    let s = ctx.decode::<SurfaceSync>(p)?;
     let queue = ctx.state.queue;
     ctx.backend.cache_action(
         queue,
-        &CacheAction::SurfaceSync { base: u64::from(base) << 8, size, coher_cntl: d0 & 0x7FFF_FFFF },
+        &CacheAction::SurfaceSync { base: s.base_address(), size: s.size_bytes(), coher_cntl: s.coher_cntl },
     );
     Ok(Flow::Continue)
 }
@@ -167,14 +166,7 @@ pub(crate) fn surface_sync(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm
 /// OCCLUSION_QUERY: adds the sum over render backends of (end - begin) of
 /// the ZPASS records at START to the 64-bit value at QUERY.
 pub(crate) fn occlusion_query(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    use crate::memory::address_from_dwords;
-    let dw = |i| p.dw(i);
-    let (s_lo, s_hi, q_lo, q_hi) = match (dw(0), dw(1), dw(2), dw(3)) {
-        (Ok(a), Ok(b), Ok(c), Ok(d)) => (a, b, c, d),
-        (Err(e), ..) | (_, Err(e), ..) | (_, _, Err(e), _) | (.., Err(e)) => return Err(ctx.body_err(e)),
-    };
-    let start = address_from_dwords(s_lo, s_hi, 4);
-    let query = address_from_dwords(q_lo, q_hi, 2);
+    let OcclusionQuery { start, query } = ctx.decode(p)?;
     const VALID: u64 = 1 << 63;
     let mut sum = 0u64;
     for rb in 0..u64::from(ctx.state.config.render_backends) {

@@ -2,7 +2,7 @@
 //! INDIRECT_BUFFER_CONST (a buffer for the constant engine).
 
 use crate::memory::{GuestMemory, MemoryError};
-use crate::packet::body::{CondIndirectBuffer, IndirectBuffer};
+use crate::packet::body::{CondIndirectBuffer, IndirectBufferForm};
 use crate::packet::Packet;
 use crate::processor::context::{Ctx, Flow};
 use crate::processor::{Engine, Pm4Error};
@@ -51,19 +51,26 @@ fn unmapped(ctx: &mut Ctx<'_>, address: u64, size_dw: u32) -> Result<Option<Flow
 }
 
 pub(crate) fn indirect_buffer(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    if p.body.len() >= 13 {
-        let c = CondIndirectBuffer::decode(p).map_err(|e| ctx.body_err(e))?;
-        let value = ctx.read_u64(c.compare_address)?;
-        if c.function.test(value & c.mask, c.reference) {
-            return enter(ctx, c.ib1.0, c.ib1.1, false);
-        }
-        if c.mode == 2 {
-            return enter(ctx, c.ib2.0, c.ib2.1, false);
-        }
-        return Ok(Flow::Continue);
+    match IndirectBufferForm::decode(p.opcode(), p.body).map_err(|e| ctx.body_err(e))? {
+        IndirectBufferForm::Conditional(c) => match chosen(ctx, &c)? {
+            Some((address, size)) => enter(ctx, address, size, false),
+            None => Ok(Flow::Continue),
+        },
+        IndirectBufferForm::Plain(ib) => enter(ctx, ib.address, ib.size_dw, ib.chain),
     }
-    let ib = IndirectBuffer::decode(p).map_err(|e| ctx.body_err(e))?;
-    enter(ctx, ib.address, ib.size_dw, ib.chain)
+}
+
+/// The buffer a conditional IB calls: IB1 when the compare passes, else
+/// IB2 in MODE 2, else none.
+fn chosen(ctx: &Ctx<'_>, c: &CondIndirectBuffer) -> Result<Option<(u64, u32)>, Pm4Error> {
+    let value = ctx.read_u64(c.compare_address)?;
+    Ok(if c.function.test(value & c.mask, c.reference) {
+        Some(c.ib1)
+    } else if c.mode == 2 {
+        Some(c.ib2)
+    } else {
+        None
+    })
 }
 
 /// INDIRECT_BUFFER_CONST: on the drawing engine it hands the buffer to the
@@ -71,19 +78,12 @@ pub(crate) fn indirect_buffer(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow,
 /// The conditional form (COND_INDIRECT_BUFFER_CONST, COUNT 12) picks IB1
 /// or IB2 the same way the drawing engine's form does.
 pub(crate) fn indirect_buffer_const(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let (address, size_dw, chain) = if p.body.len() >= 13 {
-        let c = CondIndirectBuffer::decode(p).map_err(|e| ctx.body_err(e))?;
-        let value = ctx.read_u64(c.compare_address)?;
-        if c.function.test(value & c.mask, c.reference) {
-            (c.ib1.0, c.ib1.1, false)
-        } else if c.mode == 2 {
-            (c.ib2.0, c.ib2.1, false)
-        } else {
-            return Ok(Flow::Continue);
-        }
-    } else {
-        let ib = IndirectBuffer::decode(p).map_err(|e| ctx.body_err(e))?;
-        (ib.address, ib.size_dw, ib.chain)
+    let (address, size_dw, chain) = match IndirectBufferForm::decode(p.opcode(), p.body).map_err(|e| ctx.body_err(e))? {
+        IndirectBufferForm::Conditional(c) => match chosen(ctx, &c)? {
+            Some((address, size)) => (address, size, false),
+            None => return Ok(Flow::Continue),
+        },
+        IndirectBufferForm::Plain(ib) => (ib.address, ib.size_dw, ib.chain),
     };
     if ctx.engine == Engine::Ce {
         return enter(ctx, address, size_dw, chain);

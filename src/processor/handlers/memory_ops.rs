@@ -18,7 +18,7 @@ fn report_not_emulated(ctx: &mut Ctx<'_>, what: &str) {
 }
 
 pub(crate) fn write_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let w = WriteData::decode(p).map_err(|e| ctx.body_err(e))?;
+    let w = ctx.decode::<WriteData>(p)?;
     match w.dst_sel {
         0 => {
             let register = w.destination as u32;
@@ -83,7 +83,7 @@ fn copy_source(ctx: &mut Ctx<'_>, c: &CopyData) -> Result<Option<u64>, Pm4Error>
 }
 
 pub(crate) fn copy_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let c = CopyData::decode(p).map_err(|e| ctx.body_err(e))?;
+    let c = ctx.decode::<CopyData>(p)?;
     let Some(value) = copy_source(ctx, &c)? else {
         report_not_emulated(ctx, "source (GDS or atomic return)");
         return Ok(Flow::Continue);
@@ -108,7 +108,7 @@ pub(crate) fn copy_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Er
 }
 
 pub(crate) fn dma_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let d = DmaData::decode(p).map_err(|e| ctx.body_err(e))?;
+    let d = ctx.decode::<DmaData>(p)?;
     let len = u64::from(d.byte_count);
     if d.dst_sel == 2 || len == 0 {
         // A read-only prefetch, or nothing to move.
@@ -196,7 +196,7 @@ fn atomic_result(op: u32, old: u64, src: u64, cmp: u64, is_64: bool) -> Option<u
 }
 
 pub(crate) fn atomic_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let a = AtomicMem::decode(p).map_err(|e| ctx.body_err(e))?;
+    let a = ctx.decode::<AtomicMem>(p)?;
     let is_64 = a.is_64();
     let (src, cmp) = if is_64 { (a.src, a.cmp) } else { (a.src & 0xFFFF_FFFF, a.cmp & 0xFFFF_FFFF) };
     let op = a.base_op();
@@ -240,7 +240,7 @@ pub(crate) fn atomic_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4E
 }
 
 pub(crate) fn cond_write(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let c = CondWrite::decode(p).map_err(|e| ctx.body_err(e))?;
+    let c = ctx.decode::<CondWrite>(p)?;
     let value = if c.poll_memory { ctx.read_u32(c.poll)? } else { ctx.state.regs.get(c.poll as u32) };
     if c.function.test(u64::from(value & c.mask), u64::from(c.reference)) && c.function != CompareFunction::Reserved {
         match c.write_space {

@@ -23,23 +23,22 @@ type NopHandler = fn(&mut Ctx<'_>, &Packet<'_>, u32) -> Result<(), Pm4Error>;
 /// A payload convention: the high 16 bits of the first body dword.
 pub(crate) struct CustomNop {
     pub key: u16,
-    pub name: &'static str,
     pub handler: NopHandler,
 }
 
 /// The custom-NOP table.
 pub(crate) const CUSTOM_NOPS: [CustomNop; 5] = [
-    CustomNop { key: 0x6875, name: "console marker", handler: console_marker },
-    CustomNop { key: 0xCAFE, name: "trace point", handler: trace_point },
-    CustomNop { key: 0x1337, name: "comment", handler: comment },
-    CustomNop { key: 0x3337, name: "binary blob", handler: blob },
-    CustomNop { key: (HOST_COMMAND_SIGNATURE >> 16) as u16, name: "host command", handler: host_command },
+    CustomNop { key: 0x6875, handler: console_marker },
+    CustomNop { key: 0xCAFE, handler: trace_point },
+    CustomNop { key: 0x1337, handler: comment },
+    CustomNop { key: 0x3337, handler: blob },
+    CustomNop { key: (HOST_COMMAND_SIGNATURE >> 16) as u16, handler: host_command },
 ];
 
-/// The convention a NOP payload follows, by name (for the disassembler).
+/// The convention a NOP payload follows, by name: the names live with the
+/// NOP body ([`crate::packet::body::NOP_CONVENTIONS`]).
 pub fn convention_name(first_body_dword: u32) -> Option<&'static str> {
-    let key = (first_body_dword >> 16) as u16;
-    CUSTOM_NOPS.iter().find(|c| c.key == key).map(|c| c.name)
+    crate::packet::body::nop_convention(first_body_dword)
 }
 
 pub(crate) fn nop(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
@@ -161,4 +160,17 @@ fn host_command(ctx: &mut Ctx<'_>, p: &Packet<'_>, first: u32) -> Result<(), Pm4
         HostCommand::Custom => ctx.backend.host_command(queue, u32::from(code), payload),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CUSTOM_NOPS;
+    use crate::packet::body::NOP_CONVENTIONS;
+
+    #[test]
+    fn every_handled_convention_has_its_name_and_no_other() {
+        let handled: Vec<u16> = CUSTOM_NOPS.iter().map(|c| c.key).collect();
+        let named: Vec<u16> = NOP_CONVENTIONS.iter().map(|(k, _)| *k).collect();
+        assert_eq!(handled, named);
+    }
 }

@@ -2,7 +2,7 @@
 //! booleans in memory), COND_EXEC and PRED_EXEC. Skipped packets advance by
 //! their length and have no effect at all; the loop does the skipping.
 
-use crate::packet::body::{CondExec, SetPredication};
+use crate::packet::body::{CondExec, PredExec, SetPredication};
 use crate::packet::Packet;
 use crate::processor::context::{Ctx, Flow};
 use crate::processor::{Pm4Error, SuspendReason};
@@ -10,7 +10,7 @@ use crate::processor::{Pm4Error, SuspendReason};
 const VALID: u64 = 1 << 63;
 
 pub(crate) fn set_predication(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let s = SetPredication::decode(p).map_err(|e| ctx.body_err(e))?;
+    let s = ctx.decode::<SetPredication>(p)?;
     // The condition "visible / no overflow" for this packet's data.
     let condition = match s.op {
         0 => {
@@ -84,7 +84,7 @@ fn skip(ctx: &mut Ctx<'_>, skip_dw: u32) -> Result<Flow, Pm4Error> {
 
 /// COND_EXEC: skip the next EXEC_COUNT dwords when the 32-bit value is 0.
 pub(crate) fn cond_exec(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let c = CondExec::decode(p).map_err(|e| ctx.body_err(e))?;
+    let c = ctx.decode::<CondExec>(p)?;
     if ctx.read_u32(c.address)? == 0 {
         return skip(ctx, c.exec_count);
     }
@@ -94,9 +94,7 @@ pub(crate) fn cond_exec(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Er
 /// PRED_EXEC: the next EXEC_COUNT dwords run only on the devices selected in
 /// DEVICE_SELECT; this single device is device 0.
 pub(crate) fn pred_exec(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let d0 = p.dw(0).map_err(|e| ctx.body_err(e))?;
-    let exec_count = d0 & 0x3FFF;
-    let device_select = d0 >> 24;
+    let PredExec { device_select, exec_count } = ctx.decode(p)?;
     if device_select & 1 == 0 {
         return skip(ctx, exec_count);
     }

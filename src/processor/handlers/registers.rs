@@ -5,25 +5,18 @@
 
 use crate::memory::address_from_dwords;
 use crate::memory::GuestMemory;
-use crate::packet::body::LoadRegistersIndex;
+use crate::packet::body::{
+    ClearState, ContextControl, ContextRegRmw, LoadRegisters, LoadRegistersIndex, RegRmw, SetQueueReg,
+};
 use crate::packet::{Opcode, Packet};
 use crate::processor::context::{write_register, Ctx, Flow};
 use crate::processor::{tables, Pm4Error, ProcessorState};
-use crate::regs::space;
+use crate::regs::{space, RegisterSpace};
 
 /// `(space base, space size)` of the space an opcode writes.
 fn space_of(opcode: Opcode) -> (u32, u32) {
-    match opcode {
-        Opcode::SET_CONFIG_REG | Opcode::LOAD_CONFIG_REG => (space::CONFIG, space::SH - space::CONFIG),
-        Opcode::SET_CONTEXT_REG
-        | Opcode::SET_CONTEXT_REG_INDEX
-        | Opcode::LOAD_CONTEXT_REG
-        | Opcode::LOAD_CONTEXT_REG_INDEX => (space::CONTEXT, space::UCONFIG - space::CONTEXT),
-        Opcode::SET_SH_REG | Opcode::SET_SH_REG_INDEX | Opcode::LOAD_SH_REG | Opcode::LOAD_SH_REG_INDEX => {
-            (space::SH, space::SH_SIZE)
-        }
-        _ => (space::UCONFIG, space::UCONFIG_SIZE),
-    }
+    let space = opcode.register_space().unwrap_or(RegisterSpace::UCONFIG);
+    (space.base, space.size)
 }
 
 #[cold]
@@ -100,12 +93,10 @@ fn run_handlers(state: &mut ProcessorState, first: u32, values: &[u32]) {
 /// LOAD_UCONFIG/SH/CONFIG/CONTEXT_REG: (offset, count) ranges from a memory
 /// image of the register space.
 pub(crate) fn load_reg(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let base_address =
-        address_from_dwords(p.dw(0).map_err(|e| ctx.body_err(e))?, p.dw(1).map_err(|e| ctx.body_err(e))?, 2);
+    let load = ctx.decode::<LoadRegisters>(p)?;
+    let base_address = load.address;
     let (base, size) = space_of(p.opcode());
-    for pair in p.body.get(2..).unwrap_or(&[]).chunks_exact(2) {
-        let offset = pair[0] & 0xFFFF;
-        let count = pair[1] & 0x3FFF;
+    for (offset, count) in load.ranges() {
         let mut buf = [0u32; 64];
         let mut done = 0u32;
         while done < count {
@@ -129,7 +120,7 @@ fn is_padding(offset: u32) -> bool {
 
 /// LOAD_SH/UCONFIG/CONTEXT_REG_INDEX.
 pub(crate) fn load_reg_index(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let load = LoadRegistersIndex::decode(p).map_err(|e| ctx.body_err(e))?;
+    let load = ctx.decode::<LoadRegistersIndex>(p)?;
     let address = if load.index == 1 {
         ctx.state.bases.load_index.wrapping_add(u64::from(load.address_hi)) & crate::memory::ADDRESS_MASK
     } else {
@@ -172,11 +163,7 @@ pub(crate) fn load_reg_index(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, 
 }
 
 pub(crate) fn context_reg_rmw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let d = |i| p.dw(i);
-    let (offset, mask, data) = match (d(0), d(1), d(2)) {
-        (Ok(o), Ok(m), Ok(v)) => (o & 0xFFFF, m, v),
-        (Err(e), ..) | (_, Err(e), _) | (.., Err(e)) => return Err(ctx.body_err(e)),
-    };
+    let ContextRegRmw { offset, mask, data } = ctx.decode(p)?;
     if offset < space::CONTEXT_SIZE {
         let register = space::CONTEXT + offset;
         let old = ctx.state.regs.get(register);
@@ -186,12 +173,10 @@ pub(crate) fn context_reg_rmw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow,
 }
 
 pub(crate) fn reg_rmw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let d0 = p.dw(0).map_err(|e| ctx.body_err(e))?;
-    let d1 = p.dw(1).map_err(|e| ctx.body_err(e))?;
-    let d2 = p.dw(2).map_err(|e| ctx.body_err(e))?;
-    let register = d0 & 0x3FFFF;
-    let and_mask = if d0 & (1 << 31) != 0 { ctx.state.regs.get(d1 & 0x3FFFF) } else { d1 };
-    let or_mask = if d0 & (1 << 30) != 0 { ctx.state.regs.get(d2 & 0x3FFFF) } else { d2 };
+    let rmw = ctx.decode::<RegRmw>(p)?;
+    let register = rmw.register;
+    let and_mask = if rmw.and_from_register { ctx.state.regs.get(rmw.and_mask & 0x3FFFF) } else { rmw.and_mask };
+    let or_mask = if rmw.or_from_register { ctx.state.regs.get(rmw.or_mask & 0x3FFFF) } else { rmw.or_mask };
     let old = ctx.state.regs.get(register);
     ctx.write_register(register, (old & and_mask) | or_mask);
     Ok(Flow::Continue)
@@ -224,7 +209,7 @@ pub(crate) fn pop_context(state: &mut ProcessorState) {
 /// (zero: the kernel's clear-state image is not part of a stream), 1 pushes,
 /// 2 pops, 3 pushes then clears.
 pub(crate) fn clear_state(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let cmd = p.body.first().map_or(0, |d| d & 0xF);
+    let cmd = ctx.decode::<ClearState>(p)?.cmd;
     if cmd == 1 || cmd == 3 {
         push_context(ctx.state);
     }
@@ -243,8 +228,7 @@ pub(crate) fn clear_state(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4
 /// CONTEXT_CONTROL: register shadowing enables; every register already lives
 /// in the register file, so only the enables are kept.
 pub(crate) fn context_control(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let load = p.dw(0).map_err(|e| ctx.body_err(e))?;
-    let shadow = p.dw(1).map_err(|e| ctx.body_err(e))?;
+    let ContextControl { load, shadow } = ctx.decode(p)?;
     let (mut l, mut s) = ctx.state.context_control;
     if load & (1 << 31) != 0 {
         l = load;
@@ -259,13 +243,12 @@ pub(crate) fn context_control(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow,
 /// SET_QUEUE_REG (compute queues): values for the queue's own registers
 /// from dw0 [7:0] on, kept per processor (256 of them).
 pub(crate) fn set_queue_reg(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let d0 = p.dw(0).map_err(|e| ctx.body_err(e))?;
+    let set = ctx.decode::<SetQueueReg>(p)?;
     let regs = &mut ctx.state.queue_registers;
     if regs.len() != 256 {
         regs.resize(256, 0);
     }
-    let offset = (d0 & 0xFF) as usize;
-    for (slot, value) in regs.iter_mut().skip(offset).zip(p.body.get(1..).unwrap_or(&[])) {
+    for (slot, value) in regs.iter_mut().skip(set.offset as usize).zip(set.values) {
         *slot = *value;
     }
     Ok(Flow::Continue)

@@ -2,13 +2,13 @@
 //! MEM_SEMAPHORE. A wait that is not satisfied suspends the processor
 //! ([`Flow::Suspend`]): the packet runs again when the queue resumes.
 
-use crate::packet::body::{MemSemaphore, PollTarget, WaitRegMem};
+use crate::packet::body::{MemSemaphore, PollTarget, Rewind, WaitRegMem};
 use crate::packet::Packet;
 use crate::processor::context::{Ctx, Flow};
 use crate::processor::{Pm4Error, SuspendReason};
 
 pub(crate) fn wait_reg_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let w = WaitRegMem::decode(p).map_err(|e| ctx.body_err(e))?;
+    let w = ctx.decode::<WaitRegMem>(p)?;
     // OPERATION 1 (write, wait, write): REFERENCE goes to the first register
     // before the second is polled.
     let target = match (w.operation, w.target) {
@@ -52,8 +52,7 @@ pub(crate) fn wait_reg_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm
 /// REWIND: wait until the producer sets VALID (bit 31) in the packet's own
 /// body dword, which the loop re-reads from memory on every resume.
 pub(crate) fn rewind(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let control = p.dw(0).map_err(|e| ctx.body_err(e))?;
-    if control & (1 << 31) != 0 {
+    if ctx.decode::<Rewind>(p)?.valid {
         Ok(Flow::Continue)
     } else {
         Ok(Flow::Suspend(SuspendReason::Rewind { address: ctx.location.address().wrapping_add(4) }))
@@ -63,7 +62,7 @@ pub(crate) fn rewind(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error
 /// MEM_SEMAPHORE: signal increments (or sets to 1) the 64-bit semaphore;
 /// wait blocks while it is zero, then decrements it.
 pub(crate) fn mem_semaphore(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let s = MemSemaphore::decode(p).map_err(|e| ctx.body_err(e))?;
+    let s = ctx.decode::<MemSemaphore>(p)?;
     let value = ctx.read_u64(s.address)?;
     match s.sem_sel {
         6 => {
