@@ -607,6 +607,22 @@ fn run_packets(
 
         // Packets of this buffer.
         while offset < size {
+            // Register writers and one-dword pads, straight from the window
+            // (see `register_run`); anything else, and whatever the window
+            // does not hold, goes the general way below.
+            if exec.skip_dw == 0 && !tally.report {
+                let limit = (*budget).min(work_budget.saturating_sub(exec.packets));
+                let address = buffer.wrapping_add(u64::from(offset) * 4);
+                let held = window.held_from(address);
+                let held = held.get(..(size - offset) as usize).unwrap_or(held);
+                let (packets, dwords) = register_run(held, limit, exec.predication.skip, state, tally);
+                if packets > 0 {
+                    offset += dwords;
+                    exec.packets += packets;
+                    *budget -= packets;
+                    continue;
+                }
+            }
             if *budget == 0 {
                 set_offset(exec, depth, offset);
                 return Ok(StreamStatus::Yielded);
@@ -761,6 +777,60 @@ fn run_packets(
             set_offset(exec, depth, offset);
         }
     }
+}
+
+/// The loop's fast path: from the start of `words` (the buffer's dwords the
+/// prefetch window holds, from the cursor on), runs packets while they are
+/// plain register writers (stored with their register actions, as the
+/// general path stores them) or one-dword NOP pads, at most `limit` of
+/// them. Stops before anything else: another opcode, a type-0/1/2 header, a
+/// predicated packet while predication skips, a packet the window does not
+/// hold whole. Returns the packets run and the dwords they took.
+#[inline]
+fn register_run(
+    words: &[u32],
+    limit: u64,
+    predication_skips: bool,
+    state: &mut ProcessorState,
+    tally: &mut Tally<'_>,
+) -> (u64, u32) {
+    let mut at = 0usize;
+    let mut packets = 0u64;
+    while packets < limit {
+        let Some(&header) = words.get(at) else { break };
+        if header < 0xC000_0000 || (header & 1 != 0 && predication_skips) {
+            break;
+        }
+        let opcode = (header >> 8) & 0xFF;
+        let count = (header >> 16) & 0x3FFF;
+        if count == 0x3FFF {
+            if opcode != u32::from(Opcode::NOP.0) {
+                break;
+            }
+            tally.by_opcode[opcode as usize] += 1;
+            at += 1;
+            packets += 1;
+            continue;
+        }
+        let length = count as usize + 2;
+        let space = tables::REGISTER_RUNS[opcode as usize];
+        if space.size == 0 {
+            break;
+        }
+        let Some((first, values)) = words.get(at + 1..at + length).and_then(|body| body.split_first()) else {
+            break;
+        };
+        let offset = first & 0xFFFF;
+        if !handlers::registers::write_run_in_page(state, space.base, space.size, offset, values) {
+            handlers::registers::write_run(state, space.base, space.size, offset, values);
+        }
+        tally.by_opcode[opcode as usize] += 1;
+        at += length;
+        packets += 1;
+    }
+    tally.packets += packets;
+    tally.dwords += at as u64;
+    (packets, at as u32)
 }
 
 /// A packet consumed by its length without a handler: the rest of a

@@ -135,6 +135,31 @@ const fn opcode_table() -> [OpcodeEntry; 256] {
     t
 }
 
+/// The register space a plain register writer writes (`size` 0 for every
+/// other opcode): [`OpcodeEntry::SetRegisters`] as a compact table for the
+/// loop's fast path.
+#[derive(Clone, Copy)]
+pub(crate) struct RegisterRun {
+    pub base: u32,
+    pub size: u32,
+}
+
+const fn register_runs() -> [RegisterRun; 256] {
+    let entries = opcode_table();
+    let mut t = [RegisterRun { base: 0, size: 0 }; 256];
+    let mut i = 0;
+    while i < 256 {
+        if let OpcodeEntry::SetRegisters { base, size } = entries[i] {
+            t[i] = RegisterRun { base, size };
+        }
+        i += 1;
+    }
+    t
+}
+
+/// CP opcode → the space its register run writes, for plain register writers.
+pub(crate) static REGISTER_RUNS: [RegisterRun; 256] = register_runs();
+
 /// CP opcode → what executes it.
 pub(crate) static OPCODE_TABLE: [OpcodeEntry; 256] = opcode_table();
 
@@ -268,16 +293,11 @@ pub(crate) fn register_run_marks(first: u32, count: usize) -> u32 {
     };
     let start = (first - base) as usize;
     let end = start.saturating_add(count).min(table.len());
-    let marks = table.get(start..end).unwrap_or(&[]);
-    match marks.len() {
-        0 => 0,
-        // Up to four registers without a loop (see `store_run`).
-        n @ 1..=4 => {
-            let last = n - 1;
-            let at = |k: usize| marks.get(k.min(last)).copied().unwrap_or(0);
-            at(0) | at(1) | at(2) | at(3)
-        }
-        _ => marks.iter().fold(0, |acc, m| acc | m),
+    match table.get(start..end).unwrap_or(&[]) {
+        [] => 0,
+        [one] => *one,
+        [first, second] => first | second,
+        marks => marks.iter().fold(0, |acc, m| acc | m),
     }
 }
 

@@ -78,6 +78,15 @@ impl PrefetchWindow {
         start.saturating_add(need as usize) <= self.len
     }
 
+    /// The dwords the window holds from `address` (dword-aligned) to its
+    /// end; empty when it holds none.
+    #[inline]
+    pub(crate) fn held_from(&self, address: u64) -> &[u32] {
+        let Some(delta) = address.checked_sub(self.base).filter(|d| d % 4 == 0) else { return &[] };
+        let start = usize::try_from(delta / 4).unwrap_or(usize::MAX);
+        self.words.get(start..self.len).unwrap_or(&[])
+    }
+
     /// The dword at `start` (as returned by `ensure`).
     #[inline]
     pub(crate) fn word(&self, start: usize) -> u32 {

@@ -233,6 +233,19 @@ impl RegisterFile {
         }
     }
 
+    /// Registers `start..start + len` when they lie in one page that is
+    /// already allocated; `None` otherwise (nothing is allocated).
+    #[inline]
+    pub(crate) fn allocated_range_mut(&mut self, start: u32, len: u32) -> Option<&mut [u32]> {
+        let i = start as usize;
+        let at = i % REGISTER_PAGE;
+        let end = at.checked_add(len as usize).filter(|&end| end <= REGISTER_PAGE)?;
+        match self.pages.get_mut(i / REGISTER_PAGE) {
+            Some(Some(page)) => page.get_mut(at..end),
+            _ => None,
+        }
+    }
+
     /// Copies registers `start..start + out.len()` into `out` (0 past the file).
     pub fn read_into(&self, start: u32, out: &mut [u32]) {
         for (i, slot) in out.iter_mut().enumerate() {

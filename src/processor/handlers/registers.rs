@@ -53,29 +53,44 @@ pub(crate) fn write_run(state: &mut ProcessorState, base: u32, size: u32, offset
     }
 }
 
-/// Copies `values` into `slots` (the same length). Most runs are one to
-/// four registers: those are stored without a loop whose trip count the
-/// branch predictor would have to guess (a shorter run stores its last
-/// value more than once).
+/// Copies `values` into `slots` (runs are a few registers long: a loop
+/// beats a memcpy call).
 #[inline]
 fn store_run(slots: &mut [u32], values: &[u32]) {
-    let n = slots.len().min(values.len());
-    if n == 0 {
-        return;
-    }
-    if n <= 4 {
-        let last = n - 1;
-        for k in 0..4 {
-            let i = k.min(last);
-            if let (Some(slot), Some(value)) = (slots.get_mut(i), values.get(i)) {
+    match (slots, values) {
+        // One and two registers: most runs, stored without loop set-up.
+        ([slot], [value]) => *slot = *value,
+        ([s0, s1], [v0, v1]) => {
+            *s0 = *v0;
+            *s1 = *v1;
+        }
+        (slots, values) => {
+            for (slot, value) in slots.iter_mut().zip(values) {
                 *slot = *value;
             }
         }
-    } else {
-        for (slot, value) in slots.iter_mut().zip(values) {
-            *slot = *value;
-        }
     }
+}
+
+/// [`write_run`] for the common case, inlined into the loop's fast path:
+/// the run lies inside its space and inside one allocated register page,
+/// and no register of it calls a handler. Returns false (having written
+/// nothing) in any other case: the caller then calls [`write_run`].
+#[inline(always)]
+pub(crate) fn write_run_in_page(state: &mut ProcessorState, base: u32, size: u32, offset: u32, values: &[u32]) -> bool {
+    let n = values.len() as u32;
+    if offset.saturating_add(n) > size {
+        return false;
+    }
+    let first = base + offset;
+    let marks = tables::register_run_marks(first, values.len());
+    if marks & tables::CALLS_HANDLER != 0 {
+        return false;
+    }
+    let Some(slots) = state.regs.allocated_range_mut(first, n) else { return false };
+    store_run(slots, values);
+    state.dirty |= marks;
+    true
 }
 
 /// The register handlers of a run, in register order, after every value of
