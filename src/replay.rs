@@ -287,12 +287,11 @@ impl ReplayBackend {
             }
             *last = binding.address;
         }
-        if !self.programs.contains_key(&binding.address) {
-            self.programs.insert(
-                binding.address,
-                BoundProgram { address: binding.address, stage, container: binding.container.clone() },
-            );
-        }
+        self.programs.entry(binding.address).or_insert_with(|| BoundProgram {
+            address: binding.address,
+            stage,
+            container: binding.container.clone(),
+        });
     }
 }
 

@@ -327,7 +327,7 @@ impl<'o> TextWriter<'o> {
     }
 
     fn hex_digits(&mut self, value: u64, min_digits: usize, digits: &[u8; 16]) {
-        let significant = ((64 - value.leading_zeros() as usize) + 3) / 4;
+        let significant = (64 - value.leading_zeros() as usize).div_ceil(4);
         let n = significant.max(min_digits).min(16);
         for i in (0..n).rev() {
             let nibble = (value >> (4 * i)) & 0xF;

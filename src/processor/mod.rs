@@ -802,8 +802,12 @@ fn register_run(
             break;
         }
         let opcode = (header >> 8) & 0xFF;
-        let count = (header >> 16) & 0x3FFF;
-        if count == 0x3FFF {
+        // The reader's framing rule, against the dwords held: a packet
+        // they do not hold whole goes the general way.
+        let held = (words.len() - at) as u32;
+        let Ok(length) = reader::frame_length(Header(header), held) else { break };
+        let length = length as usize;
+        if length == 1 {
             if opcode != u32::from(Opcode::NOP.0) {
                 break;
             }
@@ -812,7 +816,6 @@ fn register_run(
             packets += 1;
             continue;
         }
-        let length = count as usize + 2;
         let space = tables::REGISTER_RUNS[opcode as usize];
         if space.size == 0 {
             break;
@@ -890,7 +893,7 @@ fn skip_or_type0_run(
         PacketType::Type0 | PacketType::Type1 => {
             let remaining = location.buffer_size_dw - location.offset_dw;
             let start = window
-                .ensure(&*env.memory, location.address(), length, remaining)
+                .ensure(env.memory, location.address(), length, remaining)
                 .map_err(|source| Pm4Error::Memory { location, opcode: Opcode::NOP, source })?;
             let base = header.type0_base();
             for (i, value) in window.slice(start, length).iter().skip(1).enumerate() {
