@@ -7,6 +7,7 @@ use crate::counted;
 use std::fmt;
 
 use crate::import::{kycap_queue, KycapCapture};
+use crate::limits::Limits;
 use crate::memory::GuestMemory;
 use crate::replay::{self, ReplayOptions};
 use crate::shader::AgcShader;
@@ -51,6 +52,9 @@ pub struct TraceReport {
     pub submissions: u64,
     pub host_writes: u64,
     pub shaders: Vec<ShaderLine>,
+    /// Set when the replay that finds the bound shaders stopped at a limit
+    /// (the bindings listed are those found before it): the limit, named.
+    pub bindings_incomplete: Option<String>,
 }
 
 fn detail(event: &TraceEvent) -> String {
@@ -76,8 +80,33 @@ fn detail(event: &TraceEvent) -> String {
 }
 
 /// Describes a trace: its chunks, and its shaders as created and as bound
-/// (the trace is replayed to see the bindings).
+/// (the trace is replayed, within the default [`Limits`], to see the
+/// bindings).
 pub fn inspect_trace(trace: &Trace) -> TraceReport {
+    inspect_trace_with(trace, &Limits::default())
+}
+
+/// [`inspect_trace`] with the replay that finds the bindings bounded by
+/// `limits`; when it stops at one,
+/// [`TraceReport::bindings_incomplete`] names it.
+///
+/// ```
+/// use pm4core::inspect::inspect_trace_with;
+/// use pm4core::limits::Limits;
+/// use pm4core::trace::TraceWriter;
+///
+/// let mut writer = TraceWriter::new();
+/// // A buffer that chains to itself: the replay never ends on its own.
+/// let chain = [0xC002_3F00u32, 0x1000, 0, (1 << 20) | (1 << 23) | 4];
+/// writer.mem(0x1000, &chain.iter().flat_map(|d| d.to_le_bytes()).collect::<Vec<u8>>())?;
+/// writer.submit(0, 0x1000, 4)?;
+/// let trace = writer.finish_trace()?;
+/// let report = inspect_trace_with(&trace, &Limits { max_packets: 1_000, ..Limits::default() });
+/// assert_eq!(report.submissions, 1);
+/// assert!(report.bindings_incomplete.unwrap().contains("--max-packets"));
+/// # Ok::<(), pm4core::trace::TraceError>(())
+/// ```
+pub fn inspect_trace_with(trace: &Trace, limits: &Limits) -> TraceReport {
     let mut report = TraceReport {
         kind: "pm4 trace",
         info: trace.info().to_vec(),
@@ -88,6 +117,7 @@ pub fn inspect_trace(trace: &Trace) -> TraceReport {
         submissions: 0,
         host_writes: 0,
         shaders: Vec::new(),
+        bindings_incomplete: None,
     };
     let mut events = trace.events().iter();
     for chunk in trace.chunks() {
@@ -133,7 +163,8 @@ pub fn inspect_trace(trace: &Trace) -> TraceReport {
             TraceEvent::Note { .. } | TraceEvent::Ancillary { .. } => {}
         }
     }
-    let outcome = replay::replay(trace, &ReplayOptions::default());
+    let outcome = replay::replay(trace, &ReplayOptions { limits: *limits, ..ReplayOptions::default() });
+    report.bindings_incomplete = outcome.summary.errors.iter().find(|e| e.kind == "limit").map(|e| e.message.clone());
     for p in outcome.programs {
         report.shaders.push(ShaderLine {
             source: format!("bound {}", p.stage.name()),
@@ -193,6 +224,9 @@ impl fmt::Display for TraceReport {
                 (None, Some(e)) => writeln!(f, ": {e}")?,
                 (None, None) => writeln!(f, ": raw code (no container)")?,
             }
+        }
+        if let Some(why) = &self.bindings_incomplete {
+            writeln!(f, "bound shaders incomplete: {why}")?;
         }
         Ok(())
     }

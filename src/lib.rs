@@ -23,6 +23,7 @@ pub mod fuzzing;
 pub mod gpu;
 pub mod import;
 pub mod inspect;
+pub mod limits;
 pub mod memory;
 pub mod packet;
 pub mod processor;

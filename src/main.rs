@@ -9,13 +9,14 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use pm4core::backend::QueueId;
 use pm4core::diagnostics::state::{self, StopAt};
 use pm4core::diagnostics::stats;
 use pm4core::disasm::{DisasmOptions, Disassembler};
+use pm4core::limits::{self, Limit, LimitExceeded, Limits};
 use pm4core::regs::db::GpuFamily;
-use pm4core::replay::{self, MemoryQuery, RegisterQuery, ReplayOptions};
+use pm4core::replay::{self, MemoryQuery, RegisterQuery, ReplayOptions, ReplayOutputs};
 use pm4core::trace::{Trace, TraceEvent};
 
 /// The bundled trace `pm4 replay` runs when given no file.
@@ -26,6 +27,46 @@ const DEFAULT_TRACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/radv-fr
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Largest input file any command reads, in bytes (only regular files are read).
+    #[arg(long, global = true, value_name = "BYTES", default_value_t = Limits::default().max_file_bytes, value_parser = parse_u64)]
+    max_file_size: u64,
+}
+
+/// What a replay may cost (`pm4core::limits::Limits`).
+#[derive(Args)]
+struct LimitArgs {
+    /// Most packets all queues run over the whole replay (each draw of a multi-draw packet counts one more).
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_packets, value_parser = parse_u64)]
+    max_packets: u64,
+    /// Most command dwords all queues read over the whole replay.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_dwords, value_parser = parse_u64)]
+    max_dwords: u64,
+    /// Most bytes packets and host writes write to guest memory over the whole replay.
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_write_bytes, value_parser = parse_u64)]
+    max_write_bytes: u64,
+    /// Most guest memory the replay copies because it was written (4 KiB pages).
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_written_memory, value_parser = parse_u64)]
+    max_memory: u64,
+    /// Most records of the event log and of the timeline, each (then "truncated at N events").
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_events, value_parser = parse_u64)]
+    max_events: u64,
+    /// Most distinct bound program addresses kept (inspect's bindings).
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_programs as u64, value_parser = parse_u64)]
+    max_programs: u64,
+}
+
+impl LimitArgs {
+    fn limits(&self, max_file_bytes: u64) -> Limits {
+        Limits {
+            max_packets: self.max_packets,
+            max_dwords: self.max_dwords,
+            max_write_bytes: self.max_write_bytes,
+            max_written_memory: self.max_memory,
+            max_events: self.max_events,
+            max_programs: usize::try_from(self.max_programs).unwrap_or(usize::MAX),
+            max_file_bytes,
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -58,6 +99,8 @@ enum Command {
         /// instead of stopping the submission.
         #[arg(long)]
         skip_unmapped_ibs: bool,
+        #[command(flatten)]
+        limits: LimitArgs,
     },
     /// Print a queue's registers before a packet, each with the packet that last wrote it.
     State {
@@ -78,6 +121,8 @@ enum Command {
         /// Print JSON on stdout.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        limits: LimitArgs,
     },
     /// Per-queue stream statistics: packets by opcode, NOP dwords, redundant
     /// register writes, context rolls, draws, dispatches.
@@ -87,6 +132,8 @@ enum Command {
         /// Print JSON on stdout.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        limits: LimitArgs,
     },
     /// Disassemble a trace (every submission, IBs followed) or a raw dword file.
     Disasm {
@@ -107,6 +154,9 @@ enum Command {
         /// Output assembler source that `pm4 asm` turns back into the trace.
         #[arg(long, conflicts_with = "json")]
         source: bool,
+        /// Most packets the walk visits over all submissions (at least the input's dwords).
+        #[arg(long, value_name = "N", default_value_t = DisasmOptions::default().max_packets, value_parser = parse_u64)]
+        max_packets: u64,
     },
     /// Assemble a .pm4 source into a trace.
     Asm {
@@ -124,6 +174,8 @@ enum Command {
         /// Print {"format": NAME, "report": {...}} on stdout.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        limits: LimitArgs,
     },
     /// Turn other tools' captures into traces.
     Import {
@@ -235,31 +287,28 @@ fn in_trace_memory(regions: &[(u64, u64)], address: u64, len: u64) -> bool {
     })
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, Failure> {
-    std::fs::read(path).map_err(|e| bad_input(format!("{}: {e}", path.display())))
-}
-
-/// A file's bytes in one shared allocation (walked in place, never copied).
-fn read_shared(path: &Path) -> Result<std::sync::Arc<[u8]>, Failure> {
-    use std::io::Read;
-    let fail = |e: std::io::Error| bad_input(format!("{}: {e}", path.display()));
-    let mut file = std::fs::File::open(path).map_err(fail)?;
-    let len = file.metadata().map_err(fail)?.len();
-    let len = usize::try_from(len).map_err(|_| bad_input(format!("{}: too large", path.display())))?;
-    let mut bytes: std::sync::Arc<[u8]> = std::iter::repeat_n(0u8, len).collect();
-    match std::sync::Arc::get_mut(&mut bytes) {
-        Some(buffer) => file.read_exact(buffer).map_err(fail)?,
-        None => return Err(bad_input(format!("{}: buffer not writable", path.display()))),
-    }
-    Ok(bytes)
+/// Reads a whole input file once (a regular file of at most `max_bytes`).
+fn read(path: &Path, max_bytes: u64) -> Result<std::sync::Arc<[u8]>, Failure> {
+    limits::read_file(path, max_bytes).map_err(|e| bad_input(e.to_string()))
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     std::fs::write(path, bytes).map_err(|e| bad_input(format!("cannot write {}: {e}", path.display())))
 }
 
-fn load_trace(path: &Path) -> Result<Trace, Failure> {
-    Trace::read_file(path).map_err(|e| bad_input(format!("{}: {e}", path.display())))
+fn load_trace(path: &Path, max_bytes: u64) -> Result<Trace, Failure> {
+    let bytes = read(path, max_bytes)?;
+    Trace::parse(bytes).map_err(|e| bad_input(format!("{}: {e}", path.display())))
+}
+
+fn create_file(path: &Path) -> Result<Box<dyn Write + Send>, Failure> {
+    let file = std::fs::File::create(path).map_err(|e| bad_input(format!("cannot write {}: {e}", path.display())))?;
+    Ok(Box::new(file))
+}
+
+/// A limit met: exit 1 with the limit named.
+fn limit_failure(e: LimitExceeded) -> Failure {
+    Failure { code: 1, message: e.to_string() }
 }
 
 fn main() -> ExitCode {
@@ -272,7 +321,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .try_init();
     let cli = Cli::parse();
-    match run(cli.command) {
+    match run(cli.command, cli.max_file_size) {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
             if !f.message.is_empty() {
@@ -283,34 +332,39 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(command: Command) -> Result<u8, Failure> {
+fn run(command: Command, max_file: u64) -> Result<u8, Failure> {
     match command {
-        Command::Replay { trace, log, json, mem, reg, timeline, patch, skip_unmapped_ibs } => {
+        Command::Replay { trace, log, json, mem, reg, timeline, patch, skip_unmapped_ibs, limits } => {
             let args = ReplayArgs { log: log.as_deref(), json, mem: &mem, reg: &reg, timeline: timeline.as_deref() };
-            replay_command(trace.as_deref(), &args, patch, skip_unmapped_ibs)
+            replay_command(trace.as_deref(), &args, patch, skip_unmapped_ibs, limits.limits(max_file))
         }
-        Command::State { trace, at, queue, diff, json } => state_command(&trace, at, queue, diff, json),
-        Command::Stats { trace, json } => {
-            let trace = load_trace(&trace)?;
-            let stats = stats::stream_stats(&trace, &ReplayOptions::default());
+        Command::State { trace, at, queue, diff, json, limits } => {
+            state_command(&trace, at, queue, diff, json, limits.limits(max_file))
+        }
+        Command::Stats { trace, json, limits } => {
+            let limits = limits.limits(max_file);
+            let trace = load_trace(&trace, limits.max_file_bytes)?;
+            let stats = stats::stream_stats(&trace, &ReplayOptions { limits, ..ReplayOptions::default() });
             print(&if json { json_text(&stats)? } else { stats.to_string() })?;
             for e in &stats.errors {
                 eprintln!("pm4: replay error ({}): {}", e.kind, e.message);
             }
             Ok(if stats.errors.is_empty() { 0 } else { 1 })
         }
-        Command::Disasm { trace, raw, base, gpu, json, source } => {
-            disasm_command(trace.as_deref(), raw.as_deref(), base, gpu, json, source)
+        Command::Disasm { trace, raw, base, gpu, json, source, max_packets } => {
+            let options = DisasmOptions { family: gpu, max_packets, ..Default::default() };
+            disasm_command(trace.as_deref(), raw.as_deref(), base, options, json, source, max_file)
         }
         Command::Asm { source, output } => {
-            let bytes = read(&source)?;
-            let text = String::from_utf8(bytes).map_err(|_| bad_input(format!("{}: not UTF-8", source.display())))?;
-            let trace = pm4core::asm::assemble(&text).map_err(|e| bad_input(format!("{}:{e}", source.display())))?;
+            let bytes = read(&source, max_file)?;
+            let text =
+                std::str::from_utf8(&bytes).map_err(|_| bad_input(format!("{}: not UTF-8", source.display())))?;
+            let trace = pm4core::asm::assemble(text).map_err(|e| bad_input(format!("{}:{e}", source.display())))?;
             write_file(&output, &trace)?;
             Ok(0)
         }
-        Command::Inspect { file, json } => inspect_command(&file, json),
-        Command::Import { format } => import_command(format),
+        Command::Inspect { file, json, limits } => inspect_command(&file, json, limits.limits(max_file)),
+        Command::Import { format } => import_command(format, max_file),
     }
 }
 
@@ -328,12 +382,13 @@ fn replay_command(
     args: &ReplayArgs<'_>,
     patches: Vec<(u64, u32)>,
     skip_unmapped_ibs: bool,
+    limits: Limits,
 ) -> Result<u8, Failure> {
     let ReplayArgs { log, json, mem, reg, timeline } = *args;
     let path = trace.unwrap_or(Path::new(DEFAULT_TRACE));
-    let trace = load_trace(path)?;
+    let trace = load_trace(path, limits.max_file_bytes)?;
     let family = trace.gpu().and_then(|g| g.parse::<GpuFamily>().ok()).unwrap_or(GpuFamily::Gfx103);
-    let mut options = ReplayOptions { log: log.is_some(), timeline: timeline.is_some(), ..Default::default() };
+    let mut options = ReplayOptions { log: log.is_some(), timeline: timeline.is_some(), limits, ..Default::default() };
     options.gpu.processor.skip_unmapped_ibs = skip_unmapped_ibs;
     let regions = trace_regions(&trace);
     for m in mem {
@@ -375,17 +430,10 @@ fn replay_command(
             let _ = e.flush();
         }
     };
-    let outcome = replay::replay_with_progress(&trace, &options, &mut progress);
-    if let Some(path) = log {
-        let mut text = outcome.log.join("\n");
-        if !text.is_empty() {
-            text.push('\n');
-        }
-        write_file(path, text.as_bytes())?;
-    }
-    if let (Some(path), Some(t)) = (timeline, &outcome.timeline) {
-        write_file(path, t.as_bytes())?;
-    }
+    // The log and the timeline stream to their files as the replay goes.
+    let outputs =
+        ReplayOutputs { log: log.map(create_file).transpose()?, timeline: timeline.map(create_file).transpose()? };
+    let outcome = replay::replay_to(&trace, &options, outputs, &mut progress);
     print(&if json { json_text(&outcome.summary)? } else { replay::format_summary(&outcome.summary) })?;
     for e in &outcome.summary.errors {
         eprintln!("pm4: replay error ({}): {}", e.kind, e.message);
@@ -399,9 +447,10 @@ fn state_command(
     queue: Option<QueueId>,
     diff: Option<StopAt>,
     json: bool,
+    limits: Limits,
 ) -> Result<u8, Failure> {
-    let trace = load_trace(path)?;
-    let options = ReplayOptions::default();
+    let trace = load_trace(path, limits.max_file_bytes)?;
+    let options = ReplayOptions { limits, ..ReplayOptions::default() };
     let first = state::state_at(&trace, &options, queue, at).map_err(|e| bad_input(format!("--at {at}: {e}")))?;
     let text = match diff {
         None if json => json_text(&first)?,
@@ -427,41 +476,48 @@ fn disasm_command(
     trace: Option<&Path>,
     raw: Option<&Path>,
     base: u64,
-    gpu: Option<GpuFamily>,
+    options: DisasmOptions,
     json: bool,
     source: bool,
+    max_file: u64,
 ) -> Result<u8, Failure> {
-    let options = DisasmOptions { family: gpu, ..Default::default() };
     let (loaded, raw_bytes);
     let disassembler = match (trace, raw) {
         (Some(path), None) => {
-            loaded = load_trace(path)?;
+            loaded = load_trace(path, max_file)?;
             Disassembler::for_trace(&loaded, options)
         }
         (None, Some(path)) => {
-            raw_bytes = read_shared(path)?;
+            raw_bytes = read(path, max_file)?;
             Disassembler::for_raw_shared(raw_bytes, base, options).map_err(|e| bad_input(e.to_string()))?
         }
         _ => return Err(bad_input("give a trace file or --raw FILE")),
     };
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let io = output_failure;
-    if json {
-        let text = disassembler.listing().to_json().map_err(|e| bad_input(e.to_string()))?;
+    let complete = if json {
+        let listing = disassembler.listing();
+        let text = listing.to_json().map_err(|e| bad_input(e.to_string()))?;
         writeln!(out, "{text}").map_err(io)?;
+        listing.complete
     } else if source {
         disassembler.write_source(&mut out).map_err(io)?;
+        true
     } else {
         let summary = disassembler.write_text(&mut out).map_err(io)?;
         Disassembler::write_summary(&summary, &mut out).map_err(io)?;
-    }
+        summary.complete
+    };
     out.flush().map_err(io)?;
+    if !complete {
+        return Err(limit_failure(LimitExceeded { limit: Limit::WalkPackets, value: disassembler.walk_budget() }));
+    }
     Ok(0)
 }
 
-fn inspect_command(file: &Path, json: bool) -> Result<u8, Failure> {
+fn inspect_command(file: &Path, json: bool, limits: Limits) -> Result<u8, Failure> {
     use pm4core::shader::inspect::Inspection;
-    let bytes = read(file)?;
+    let bytes = read(file, limits.max_file_bytes)?;
     // One JSON shape for every kind of file: {"format": NAME, "report": {...}}.
     let show = |format: &str, report: &dyn erased::Report| -> Result<u8, Failure> {
         if json {
@@ -474,8 +530,14 @@ fn inspect_command(file: &Path, json: bool) -> Result<u8, Failure> {
     };
     match pm4core::import::detect(&bytes) {
         pm4core::import::ImportFormat::Trace => {
-            let trace = load_trace(file)?;
-            show("trace", &pm4core::inspect::inspect_trace(&trace))
+            let trace = Trace::parse(bytes.clone()).map_err(|e| bad_input(format!("{}: {e}", file.display())))?;
+            drop(bytes);
+            let report = pm4core::inspect::inspect_trace_with(&trace, &limits);
+            show("trace", &report)?;
+            match report.bindings_incomplete {
+                Some(why) => Err(Failure { code: 1, message: why }),
+                None => Ok(0),
+            }
         }
         pm4core::import::ImportFormat::Kycap => {
             let capture = pm4core::import::parse_kycap(&bytes, &Default::default())
@@ -537,11 +599,11 @@ mod erased {
     }
 }
 
-fn import_command(format: ImportFormat) -> Result<u8, Failure> {
+fn import_command(format: ImportFormat, max_file: u64) -> Result<u8, Failure> {
     use pm4core::import::{import_kycap, import_raw, ImportOptions, DEFAULT_RAW_ADDRESS};
     match format {
         ImportFormat::Raw { file, output, address, queue, gpu } => {
-            let bytes = read(&file)?;
+            let bytes = read(&file, max_file)?;
             let queue = replay::parse_queue(&queue).ok_or_else(|| bad_input(format!("bad queue '{queue}'")))?;
             let options = ImportOptions { gpu, source: Some(file.display().to_string()), ..Default::default() };
             let trace = import_raw(&bytes, address.unwrap_or(DEFAULT_RAW_ADDRESS), queue.0, &options)
@@ -549,7 +611,7 @@ fn import_command(format: ImportFormat) -> Result<u8, Failure> {
             write_file(&output, &trace)?;
         }
         ImportFormat::Kycap { file, output } => {
-            let bytes = read(&file)?;
+            let bytes = read(&file, max_file)?;
             let options = ImportOptions { source: Some(file.display().to_string()), ..Default::default() };
             let trace = import_kycap(&bytes, &options).map_err(|e| bad_input(format!("{}: {e}", file.display())))?;
             write_file(&output, &trace)?;

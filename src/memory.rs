@@ -52,6 +52,13 @@ pub enum MemoryError {
     /// A mapping request is not 4-byte aligned.
     #[error("region at {address:#x} is not 4-byte aligned")]
     Misaligned { address: u64 },
+    /// The write of `len` bytes at `address` needs a copy of a page that
+    /// would take the memory's written pages past their limit
+    /// ([`SparseMemory::set_written_limit`]); nothing of it was written.
+    #[error(
+        "write of {len} bytes at {address:#x} refused: written guest memory would exceed its limit of {limit} bytes"
+    )]
+    WrittenLimit { address: u64, len: u64, limit: u64 },
 }
 
 impl MemoryError {
@@ -61,6 +68,7 @@ impl MemoryError {
             MemoryError::Unmapped { address, .. }
             | MemoryError::OutOfRange { address, .. }
             | MemoryError::Overlap { address, .. }
+            | MemoryError::WrittenLimit { address, .. }
             | MemoryError::Misaligned { address } => address,
         }
     }
@@ -354,6 +362,16 @@ impl Region {
         }
     }
 
+    /// Pages of `[offset, offset + len)` (inside the region) not copied yet.
+    fn missing_pages(&self, offset: u64, len: u64) -> u64 {
+        if len == 0 {
+            return 0;
+        }
+        let first = offset / PAGE_SIZE as u64;
+        let last = (offset + len - 1) / PAGE_SIZE as u64;
+        (first..=last).filter(|page| !self.pages.contains_key(page)).count() as u64
+    }
+
     fn write(&mut self, mut offset: u64, mut data: &[u8]) {
         while !data.is_empty() {
             let page = offset / PAGE_SIZE as u64;
@@ -376,13 +394,41 @@ impl Region {
 }
 
 /// The regions of a [`SparseMemory`], behind its lock.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 struct Regions {
     /// Sorted by start address; never overlapping.
     list: Vec<Region>,
+    /// Pages copied because they were written, over every region.
+    written_pages: u64,
+    /// Most pages that may be copied ([`SparseMemory::set_written_limit`]).
+    page_limit: u64,
+    /// Bytes written over the memory's lifetime (host and packets).
+    bytes_written: u64,
+}
+
+impl Default for Regions {
+    fn default() -> Self {
+        Regions { list: Vec::new(), written_pages: 0, page_limit: u64::MAX, bytes_written: 0 }
+    }
 }
 
 impl Regions {
+    /// Refuses a write needing `new_pages` more pages than the cap allows.
+    fn charge_pages(&mut self, new_pages: u64, address: u64, len: u64) -> Result<(), MemoryError> {
+        if new_pages == 0 {
+            return Ok(());
+        }
+        match self.written_pages.checked_add(new_pages) {
+            Some(total) if total <= self.page_limit => {
+                self.written_pages = total;
+                Ok(())
+            }
+            _ => {
+                Err(MemoryError::WrittenLimit { address, len, limit: self.page_limit.saturating_mul(PAGE_SIZE as u64) })
+            }
+        }
+    }
+
     fn check_new_region(&self, address: u64, len: u64) -> Result<usize, MemoryError> {
         if address % 4 != 0 {
             return Err(MemoryError::Misaligned { address });
@@ -448,13 +494,20 @@ impl Regions {
         let len = data.len() as u64;
         if let Some(index) = self.region_index(address) {
             let end = check_range(address, len)?;
-            let region = &mut self.list[index];
+            let region = &self.list[index];
             if end <= region.end() {
-                region.write(address - region.start, data);
+                let offset = address - region.start;
+                let new_pages = region.missing_pages(offset, len);
+                self.charge_pages(new_pages, address, len)?;
+                self.bytes_written = self.bytes_written.saturating_add(len);
+                self.list[index].write(offset, data);
                 return Ok(());
             }
         }
         let pieces = self.pieces(address, len)?;
+        let new_pages = pieces.iter().map(|&(index, offset, _, n)| self.list[index].missing_pages(offset, n)).sum();
+        self.charge_pages(new_pages, address, len)?;
+        self.bytes_written = self.bytes_written.saturating_add(len);
         for &(index, offset, at, n) in pieces.iter() {
             let (at, n) = (at as usize, n as usize);
             self.list[index].write(offset, &data[at..at + n]);
@@ -471,6 +524,12 @@ impl Regions {
 /// Replay and tests use it; an emulator with one flat guest RAM uses
 /// [`FlatMemory`].
 ///
+/// Written pages are bounded: [`SparseMemory::set_written_limit`] caps the
+/// bytes of pages copied because they were written (unlimited by default; a
+/// trace replay sets [`crate::limits::Limits::max_written_memory`]). A write
+/// that would need a page past the cap is refused with
+/// [`MemoryError::WrittenLimit`] naming it, before any of its bytes land.
+///
 /// # Example
 ///
 /// ```
@@ -485,6 +544,17 @@ impl Regions {
 /// memory.write_u32(0x10_0010, 5).unwrap();
 /// assert_eq!(memory.read_u32(0x1000).unwrap(), 1);
 /// assert_eq!(memory.read_u32(0x10_0010).unwrap(), 5);
+///
+/// // At most two written pages: a third is refused, by name.
+/// use pm4core::memory::{MemoryError, PAGE_SIZE};
+/// memory.set_written_limit(2 * PAGE_SIZE as u64);
+/// memory.fill(0x10_1000, PAGE_SIZE as u64, 0xAAAA_AAAA).unwrap(); // the second page
+/// assert_eq!(
+///     memory.write_u32(0x10_2000, 1),
+///     Err(MemoryError::WrittenLimit { address: 0x10_2000, len: 4, limit: 2 * PAGE_SIZE as u64 })
+/// );
+/// memory.write_u32(0x10_0014, 7).unwrap(); // written pages stay writable
+/// assert_eq!(memory.allocated_page_bytes(), 2 * PAGE_SIZE);
 /// ```
 #[derive(Default)]
 pub struct SparseMemory {
@@ -568,6 +638,24 @@ impl SparseMemory {
     pub fn regions(&self) -> std::vec::IntoIter<(u64, u64)> {
         let list: Vec<(u64, u64)> = self.regions.read().list.iter().map(|r| (r.start, r.len)).collect();
         list.into_iter()
+    }
+
+    /// Caps the bytes of pages copied because they were written (rounded
+    /// down to whole 4 KiB pages; `u64::MAX` = no cap, the default). Pages
+    /// already written stay; only further pages are refused.
+    pub fn set_written_limit(&self, bytes: u64) {
+        self.regions.write().page_limit = bytes / PAGE_SIZE as u64;
+    }
+
+    /// The cap of [`set_written_limit`](Self::set_written_limit), in bytes.
+    pub fn written_limit(&self) -> u64 {
+        self.regions.read().page_limit.saturating_mul(PAGE_SIZE as u64)
+    }
+
+    /// Bytes written over the memory's lifetime (host and packet writes,
+    /// each byte as often as it was written).
+    pub fn bytes_written(&self) -> u64 {
+        self.regions.read().bytes_written
     }
 
     /// Bytes held in written (copy-on-write) pages.

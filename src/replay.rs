@@ -7,6 +7,15 @@
 //! stalled) and before any later submission starts; `SUBM` queues a
 //! submission. At the end the GPU runs until idle; queues still waiting then
 //! are reported as a stall naming each wait.
+//!
+//! Every cost is bounded by [`ReplayOptions::limits`] ([`Limits`]): the
+//! packets, command dwords and bytes written over the whole replay (all
+//! queues, all submissions, checked between scheduler slices: a replay that
+//! reaches one stops with an error of kind `limit` naming it), the guest
+//! memory pages copied because they were written, the event log's and the
+//! timeline's records (each ends with a "truncated at N events" record),
+//! the program map and the list of skipped indirect buffers. [`replay_to`]
+//! streams the log and the timeline to writers as the replay goes.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -22,8 +31,10 @@ use crate::diagnostics::forensics::{self, Failure, QueueForensics};
 use crate::diagnostics::timeline::{WaitSpan, WaitTracker};
 use crate::diagnostics::{ExecutedPacket, ReplayObserver};
 use crate::gpu::{Gpu, GpuConfig, GpuError, RunStatus, StallReport, Submission};
+use crate::limits::{Limit, LimitExceeded, Limits, RecordOut, Records};
 use crate::memory::{GuestMemory, MemoryError, SparseMemory};
 use crate::packet::{Header, Opcode, PacketLocation, PacketName};
+use crate::processor::Pm4Error;
 use crate::regs::db::{self, GpuFamily};
 use crate::shader::AgcShader;
 use crate::trace::{Trace, TraceEvent};
@@ -112,8 +123,34 @@ pub struct ReplayOptions {
     /// Dwords written to guest memory after every region is mapped and
     /// before the first submission (`--patch ADDR=DWORD`): what-if replays.
     pub patches: Vec<(u64, u32)>,
-    /// GPU settings (deterministic mode is always used).
+    /// GPU settings (deterministic mode is always used; each submission's
+    /// [`ProcessorConfig::work_budget`](crate::processor::ProcessorConfig::work_budget)
+    /// is [`Limits::max_packets`]).
     pub gpu: GpuConfig,
+    /// What the replay may cost (work, written memory, log and timeline
+    /// records, program map).
+    pub limits: Limits,
+}
+
+/// Writers the event log and the timeline stream to as the replay goes
+/// ([`replay_to`]); each is bounded by [`Limits::max_events`].
+///
+/// ```
+/// use pm4core::replay::{replay_to, ReplayOptions, ReplayOutputs};
+/// use pm4core::trace::TraceWriter;
+///
+/// let trace = TraceWriter::new().finish_trace()?;
+/// let outputs = ReplayOutputs { log: Some(Box::new(std::io::sink())), timeline: None };
+/// let outcome = replay_to(&trace, &ReplayOptions::default(), outputs, &mut |_| {});
+/// assert!(outcome.succeeded() && outcome.log.is_empty()); // streamed, not kept
+/// # Ok::<(), pm4core::trace::TraceError>(())
+/// ```
+#[derive(Default)]
+pub struct ReplayOutputs {
+    /// The event log, one line per effect.
+    pub log: Option<Box<dyn std::io::Write + Send>>,
+    /// The Chrome/Perfetto trace-event JSON.
+    pub timeline: Option<Box<dyn std::io::Write + Send>>,
 }
 
 /// Packet counts.
@@ -230,6 +267,13 @@ pub struct ReplayOutcome {
     pub stall: Option<StallReport>,
     /// Submissions a processor error stopped, with the packet it stopped at.
     pub failures: Vec<Failure>,
+    /// Program bindings not kept in [`programs`](Self::programs) because it
+    /// held [`Limits::max_programs`] addresses already.
+    pub programs_not_kept: u64,
+    /// The event log stopped at [`Limits::max_events`] records.
+    pub log_truncated: bool,
+    /// The timeline stopped at [`Limits::max_events`] packets (or waits).
+    pub timeline_truncated: bool,
 }
 
 impl ReplayOutcome {
@@ -239,20 +283,95 @@ impl ReplayOutcome {
     }
 }
 
-/// One packet on the timeline: (global packet clock, queue, opcode or type name).
-type TimelinePacket = (u64, u32, PacketName);
+/// The timeline: Chrome/Perfetto trace-event JSON, one process, one thread
+/// per queue, one 1-µs complete event per packet at the global packet clock,
+/// written as the packets run; the waits (known when they end), the thread
+/// names and the closing bracket are written by [`Timeline::finish`].
+struct Timeline {
+    records: Records,
+    /// Queues that have an event (bit per queue).
+    queues: u64,
+}
 
-/// The replay's backend: the recording log plus the timeline's packet clock.
+impl Timeline {
+    fn new(out: RecordOut, max: u64) -> Self {
+        let mut records = Records::new(out, max);
+        records.raw("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+        Timeline { records, queues: 0 }
+    }
+
+    fn separator(&self) -> &'static str {
+        if self.records.count() == 0 && !self.records.truncated() {
+            ""
+        } else {
+            ",\n"
+        }
+    }
+
+    fn packet(&mut self, clock: u64, queue: u32, name: PacketName) {
+        if !self.records.accepts() {
+            return;
+        }
+        let sep = self.separator();
+        let event =
+            format!("{sep}{{\"ph\":\"X\",\"pid\":1,\"tid\":{queue},\"ts\":{clock},\"dur\":1,\"name\":\"{name}\"}}");
+        if self.records.record(&event, |n| {
+            format!("{sep}{{\"ph\":\"i\",\"s\":\"g\",\"pid\":1,\"tid\":0,\"ts\":{clock},\"name\":\"truncated at {n} events\"}}")
+        }) {
+            self.queues |= 1u64.checked_shl(queue).unwrap_or(0);
+        }
+    }
+
+    /// Writes the wait spans (at most [`Limits::max_events`]), the thread
+    /// names and the closing bracket.
+    fn finish(mut self, waits: &[WaitSpan]) -> (RecordOut, Option<std::io::Error>, bool) {
+        let mut events = Vec::new();
+        for (id, w) in waits.iter().enumerate() {
+            self.queues |= 1u64.checked_shl(w.queue.0).unwrap_or(0);
+            events.clear();
+            w.write_events(id as u64 + 1, &mut events);
+            for e in &events {
+                let sep = self.separator();
+                self.records.raw(&format!("{sep}{e}"));
+            }
+        }
+        for q in 0..QueueId::COUNT {
+            if self.queues & (1u64 << q) != 0 {
+                let sep = self.separator();
+                self.records.raw(&format!(
+                    "{sep}{{\"ph\":\"M\",\"pid\":1,\"tid\":{q},\"name\":\"thread_name\",\"args\":{{\"name\":\"{}\"}}}}",
+                    QueueId(q)
+                ));
+            }
+        }
+        self.records.raw("\n]}\n");
+        let truncated = self.records.truncated();
+        let (out, error) = self.records.finish();
+        (out, error, truncated)
+    }
+}
+
+/// The replay's backend: the event log, the timeline's packet clock, the
+/// program map and the count of backend draws and dispatches (the work of
+/// multi-draw packets).
 #[derive(Default)]
 struct ReplayBackend {
-    /// The event log, when asked for.
+    /// The event log (lines formatted by the recorder, then moved into a
+    /// bounded collector), when asked for.
     log: Option<RecordingBackend>,
+    records: Option<Records>,
     clock: u64,
-    timeline: Option<Vec<TimelinePacket>>,
+    timeline: Option<Timeline>,
     programs: BTreeMap<u64, BoundProgram>,
     /// The address last recorded per stage (graphics stages, then compute):
     /// a draw that binds the same programs as the one before costs no lookup.
     last_bound: [u64; 5],
+    max_programs: usize,
+    programs_not_kept: u64,
+    /// Most entries of `skipped_ibs` ([`Limits::max_events`]).
+    max_skipped_ibs: usize,
+    /// Draw and dispatch callbacks (one per sub-draw).
+    draw_calls: u64,
     /// Packets run since the observer last looked, when one watches.
     executed: Option<Vec<(QueueId, Header, PacketLocation)>>,
     skipped_ibs: Vec<SkippedIb>,
@@ -265,33 +384,45 @@ impl ReplayBackend {
     /// Lets the recorder log an effect of `queue`'s running packet, then
     /// numbers the new lines with that packet's index (as `pm4 state --at
     /// #N` takes it).
+    /// Lines beyond [`Limits::max_events`] are not formatted: one final
+    /// "truncated at N events" line says so.
     fn log_with(&mut self, queue: QueueId, f: impl FnOnce(&mut RecordingBackend)) {
-        let Some(log) = &mut self.log else { return };
-        let before = log.lines.len();
+        let (Some(log), Some(records)) = (&mut self.log, &mut self.records) else { return };
+        if !records.accepts() {
+            return;
+        }
         f(log);
         let index = self.packets.get(queue.0 as usize).copied().unwrap_or(0);
-        for line in log.lines.iter_mut().skip(before) {
+        for mut line in log.lines.drain(..) {
             if let Some(space) = line.find(' ') {
                 line.insert_str(space, &format!(" #{index}"));
             }
+            if !records.record_line(line, |n| format!("truncated at {n} events")) {
+                break;
+            }
         }
+        log.lines.clear();
+        log.unknown.clear();
     }
 
     fn bind(&mut self, slot: usize, stage: ProgramStage, binding: &ProgramBinding) {
-        if binding.address == 0 {
+        // The same program as this slot's last bind, already recorded.
+        if binding.address == 0 || self.last_bound.get(slot) == Some(&binding.address) {
             return;
         }
-        if let Some(last) = self.last_bound.get_mut(slot) {
-            if *last == binding.address {
+        if !self.programs.contains_key(&binding.address) {
+            if self.programs.len() >= self.max_programs {
+                self.programs_not_kept += 1;
                 return;
             }
+            self.programs.insert(
+                binding.address,
+                BoundProgram { address: binding.address, stage, container: binding.container.clone() },
+            );
+        }
+        if let Some(last) = self.last_bound.get_mut(slot) {
             *last = binding.address;
         }
-        self.programs.entry(binding.address).or_insert_with(|| BoundProgram {
-            address: binding.address,
-            stage,
-            container: binding.container.clone(),
-        });
     }
 }
 
@@ -305,23 +436,27 @@ impl Backend for ReplayBackend {
             *n += 1;
         }
         if let Some(t) = &mut self.timeline {
-            t.push((self.clock, queue.0, header.name()));
+            t.packet(self.clock, queue.0, header.name());
         }
         if let Some(e) = &mut self.executed {
             e.push((queue, header, *location));
         }
     }
     fn skipped_indirect_buffer(&mut self, queue: QueueId, location: &PacketLocation, address: u64, size_dw: u32) {
-        self.skipped_ibs.push(SkippedIb { queue: queue.to_string(), address, size_dw, packet: location.address() });
+        if self.skipped_ibs.len() < self.max_skipped_ibs {
+            self.skipped_ibs.push(SkippedIb { queue: queue.to_string(), address, size_dw, packet: location.address() });
+        }
         self.log_with(queue, |l| l.skipped_indirect_buffer(queue, location, address, size_dw));
     }
     fn draw(&mut self, d: &Draw<'_>) {
+        self.draw_calls += 1;
         for (slot, (stage, binding)) in ProgramStage::GRAPHICS.iter().zip(d.programs.iter()).enumerate() {
             self.bind(slot, *stage, binding);
         }
         self.log_with(d.queue, |l| l.draw(d));
     }
     fn dispatch(&mut self, d: &Dispatch<'_>) {
+        self.draw_calls += 1;
         self.bind(ProgramStage::GRAPHICS.len(), ProgramStage::Cs, d.program);
         self.log_with(d.queue, |l| l.dispatch(d));
     }
@@ -357,7 +492,7 @@ impl Backend for ReplayBackend {
         render_backends: u32,
         memory: &dyn GuestMemory,
     ) -> Result<(), MemoryError> {
-        if self.log.is_none() {
+        if !self.records.as_ref().is_some_and(Records::accepts) {
             return crate::backend::write_default_sample(kind, address, render_backends, memory);
         }
         let mut result = Ok(());
@@ -371,6 +506,21 @@ fn error(kind: &str, message: impl Into<String>) -> ReplayErrorEntry {
 }
 
 fn gpu_error_entry(e: &GpuError) -> ReplayErrorEntry {
+    let written_limit = match e {
+        GpuError::Processor { source: Pm4Error::Memory { source, .. }, .. } | GpuError::HostWrite { source, .. } => {
+            matches!(source, MemoryError::WrittenLimit { .. })
+        }
+        _ => false,
+    };
+    if written_limit {
+        let limit = Limit::WrittenMemory;
+        return error("limit", format!("{e} ({}; raise it with {})", limit.field(), limit.option()));
+    }
+    if let GpuError::Processor { source: Pm4Error::WorkBudgetExhausted { .. }, .. } = e {
+        // A submission's budget is the replay's packet limit.
+        let limit = Limit::Packets;
+        return error("limit", format!("{e} ({}; raise it with {})", limit.field(), limit.option()));
+    }
     let kind = match e {
         GpuError::Processor { source, .. } => source.kind(),
         GpuError::Deadlock(_) => "deadlock",
@@ -397,15 +547,42 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> ReplayOutcome {
 /// [`crate::diagnostics::timeline`]); the summary and the log are the
 /// plain replay's.
 pub fn replay_with_progress(trace: &Trace, options: &ReplayOptions, progress: &mut dyn FnMut(usize)) -> ReplayOutcome {
+    replay_to(trace, options, ReplayOutputs::default(), progress)
+}
+
+/// [`replay_with_progress`], streaming the event log and the timeline to
+/// `outputs` as the replay goes (each given writer replaces the in-memory
+/// [`ReplayOutcome::log`] / [`ReplayOutcome::timeline`], and is written
+/// whatever [`ReplayOptions::log`] / [`ReplayOptions::timeline`] say). A
+/// write error ends that output and is reported in the summary's errors
+/// (kind `output`).
+pub fn replay_to(
+    trace: &Trace,
+    options: &ReplayOptions,
+    outputs: ReplayOutputs,
+    progress: &mut dyn FnMut(usize),
+) -> ReplayOutcome {
+    let stream = |w: Box<dyn std::io::Write + Send>| RecordOut::Stream(std::io::BufWriter::new(w));
+    let log = match outputs.log {
+        Some(w) => Some(stream(w)),
+        None => options.log.then(|| RecordOut::Lines(Vec::new())),
+    };
+    let timeline = match outputs.timeline {
+        Some(w) => Some(stream(w)),
+        None => options.timeline.then(|| RecordOut::Text(String::new())),
+    };
     let plain = ReplayOptions { timeline: false, ..options.clone() };
-    let mut outcome = replay_observed(trace, &plain, progress, None);
+    let mut outcome = replay_into(trace, &plain, progress, None, log, None);
     let stall = outcome.stall.take();
     if stall.is_some() || !outcome.failures.is_empty() {
         outcome.summary.stalls = forensics::investigate(trace, options, stall.as_ref(), &outcome.failures);
     }
-    if options.timeline {
-        let timeline = ReplayOptions { log: false, memory: Vec::new(), registers: Vec::new(), ..options.clone() };
-        outcome.timeline = replay_observed(trace, &timeline, &mut |_| {}, None).timeline;
+    if let Some(out) = timeline {
+        let options = ReplayOptions { log: false, memory: Vec::new(), registers: Vec::new(), ..options.clone() };
+        let pass = replay_into(trace, &options, &mut |_| {}, None, None, Some(out));
+        outcome.timeline = pass.timeline;
+        outcome.timeline_truncated = pass.timeline_truncated;
+        outcome.summary.errors.extend(pass.summary.errors.into_iter().filter(|e| e.kind == "output"));
     }
     outcome
 }
@@ -413,8 +590,11 @@ pub fn replay_with_progress(trace: &Trace, options: &ReplayOptions, progress: &m
 /// The observed replay's state between steps.
 struct Observed<'a> {
     observer: Option<&'a mut dyn ReplayObserver>,
-    /// The timeline's waits, when a timeline is asked for.
+    /// The timeline's waits, when a timeline is asked for (at most
+    /// [`Limits::max_events`] kept).
     waits: Option<WaitTracker>,
+    max_waits: usize,
+    waits_truncated: bool,
     /// Packets each queue ran so far.
     counts: [u64; QueueId::COUNT as usize],
     /// Queues that were given a submission, and those suspended now.
@@ -439,15 +619,70 @@ impl Observed<'_> {
     }
 }
 
-/// Runs the GPU as far as it can; with an observer, one packet per step,
-/// the observer called after each.
-fn run_gpu(gpu: &Gpu<SparseMemory, ReplayBackend>, observed: &mut Option<Observed<'_>>) -> Result<RunStatus, GpuError> {
-    let Some(o) = observed else { return gpu.run_until_stalled() };
+/// Scheduler steps between two checks of the work limits: a replay stops
+/// at most this many slices past a limit (each slice at most
+/// [`GpuConfig::slice_packets`] packets), and the check costs a few locks
+/// per 16 slices.
+const CHECK_SLICES: u64 = 16;
+
+type ReplayGpu = Gpu<SparseMemory, ReplayBackend>;
+
+/// Why a run stopped early.
+enum Stop {
+    Gpu(GpuError),
+    Limit(LimitExceeded),
+}
+
+impl From<GpuError> for Stop {
+    fn from(e: GpuError) -> Self {
+        Stop::Gpu(e)
+    }
+}
+
+/// The first of the replay's work limits that the GPU has gone past.
+fn check_limits(gpu: &ReplayGpu, limits: &Limits) -> Result<(), Stop> {
+    let stats = gpu.stats();
+    let draw_calls = gpu.with_backend(|b| b.draw_calls);
+    let written = gpu.with_memory_ref(|m| m.bytes_written());
+    let checks = [
+        (Limit::Packets, stats.packets.saturating_add(draw_calls), limits.max_packets),
+        (Limit::Dwords, stats.dwords, limits.max_dwords),
+        (Limit::WriteBytes, written, limits.max_write_bytes),
+    ];
+    match checks.iter().find(|(_, used, max)| used > max) {
+        Some(&(limit, _, value)) => Err(Stop::Limit(LimitExceeded { limit, value })),
+        None => Ok(()),
+    }
+}
+
+/// Runs the GPU as far as it can, checking the work limits between slices;
+/// with an observer, one packet per step, the observer called after each.
+fn run_gpu(gpu: &ReplayGpu, observed: &mut Option<Observed<'_>>, limits: &Limits) -> Result<RunStatus, Stop> {
+    let Some(o) = observed else {
+        loop {
+            let status = gpu.run_slices(CHECK_SLICES)?;
+            check_limits(gpu, limits)?;
+            if status != RunStatus::Running {
+                return Ok(status);
+            }
+        }
+    };
     if o.stopped {
         return Ok(RunStatus::Idle);
     }
+    let mut steps = 0u64;
     loop {
         let status = gpu.run_slices(1)?;
+        steps += 1;
+        if steps % CHECK_SLICES == 0 {
+            check_limits(gpu, limits)?;
+        }
+        if let Some(w) = &mut o.waits {
+            if w.spans.len() > o.max_waits {
+                w.spans.truncate(o.max_waits);
+                o.waits_truncated = true;
+            }
+        }
         let ran = gpu.with_backend(|b| b.executed.as_mut().map(std::mem::take).unwrap_or_default());
         for (queue, header, location) in ran {
             let slot = o.counts.get_mut(queue.0 as usize);
@@ -505,47 +740,91 @@ pub fn replay_observed(
     progress: &mut dyn FnMut(usize),
     observer: Option<&mut dyn ReplayObserver>,
 ) -> ReplayOutcome {
+    let log = options.log.then(|| RecordOut::Lines(Vec::new()));
+    let timeline = options.timeline.then(|| RecordOut::Text(String::new()));
+    replay_into(trace, options, progress, observer, log, timeline)
+}
+
+/// One replay pass, its log and timeline (if any) going to `log` and
+/// `timeline`.
+fn replay_into(
+    trace: &Trace,
+    options: &ReplayOptions,
+    progress: &mut dyn FnMut(usize),
+    observer: Option<&mut dyn ReplayObserver>,
+    log: Option<RecordOut>,
+    timeline: Option<RecordOut>,
+) -> ReplayOutcome {
+    let limits = options.limits;
     let mut config = options.gpu.clone();
-    let observe = observer.is_some() || options.timeline;
+    let observe = observer.is_some() || timeline.is_some();
     // A backend call per packet only when something uses it: the log's
     // packet numbers, the timeline, an observer. The summary's counts come
     // from the processors' own counters.
-    config.processor.report_packets |= options.log || observe;
+    config.processor.report_packets |= log.is_some() || observe;
+    // A submission may run what the whole replay may, no more.
+    config.processor.work_budget = limits.max_packets.max(1);
+    let max_events = usize::try_from(limits.max_events).unwrap_or(usize::MAX);
     if observe {
         config.slice_packets = 1;
     }
     let backend = ReplayBackend {
-        log: options.log.then(RecordingBackend::new),
-        timeline: options.timeline.then(Vec::new),
+        log: log.is_some().then(RecordingBackend::new),
+        records: log.map(|out| Records::new(out, limits.max_events)),
+        timeline: timeline.map(|out| Timeline::new(out, limits.max_events)),
         executed: observe.then(Vec::new),
+        max_programs: limits.max_programs,
+        max_skipped_ibs: max_events,
         ..Default::default()
     };
     let mut observed = observe.then(|| Observed {
         observer,
-        waits: options.timeline.then(WaitTracker::new),
+        waits: backend.timeline.is_some().then(WaitTracker::new),
+        max_waits: max_events,
+        waits_truncated: false,
         counts: [0; QueueId::COUNT as usize],
         submitted: [false; QueueId::COUNT as usize],
         suspended: [false; QueueId::COUNT as usize],
         stopped: false,
     });
-    let gpu = Gpu::deterministic(SparseMemory::new(), backend, config);
+    let memory = SparseMemory::new();
+    memory.set_written_limit(limits.max_written_memory);
+    let gpu = Gpu::deterministic(memory, backend, config);
     let mut errors = Vec::new();
     let mut submissions: Vec<Submission> = Vec::new();
+    let mut host_writes = Vec::new();
     let mut per_queue = [0u64; QueueId::COUNT as usize];
     let mut started = false;
+    let mut stopped = false;
 
-    // Runs the GPU as far as it can before a host-side effect.
-    let settle = |gpu: &Gpu<SparseMemory, ReplayBackend>,
+    // Runs the GPU as far as it can (before a host-side effect, or at the
+    // end); a limit stops the replay.
+    let settle = |gpu: &ReplayGpu,
                   errors: &mut Vec<ReplayErrorEntry>,
-                  observed: &mut Option<Observed<'_>>| {
-        if let Err(e) = run_gpu(gpu, observed) {
-            errors.push(gpu_error_entry(&e));
+                  observed: &mut Option<Observed<'_>>,
+                  stopped: &mut bool|
+     -> Option<StallReport> {
+        match run_gpu(gpu, observed, &limits) {
+            Ok(RunStatus::Stalled(report)) => Some(report),
+            Ok(_) => None,
+            Err(Stop::Gpu(e)) => {
+                errors.push(gpu_error_entry(&e));
+                None
+            }
+            Err(Stop::Limit(e)) => {
+                errors.push(error("limit", e.to_string()));
+                for q in 0..QueueId::COUNT {
+                    let _ = gpu.abort(QueueId(q));
+                }
+                *stopped = true;
+                None
+            }
         }
     };
 
     for (done, event) in trace.events().iter().enumerate() {
         progress(done);
-        if observed.as_ref().is_some_and(|o| o.stopped) {
+        if stopped || observed.as_ref().is_some_and(|o| o.stopped) {
             break;
         }
         if !started && matches!(event, TraceEvent::Submit { .. }) {
@@ -563,18 +842,24 @@ pub fn replay_observed(
                 }
             }
             TraceEvent::HostWrite { address, data, chunk } => {
-                settle(&gpu, &mut errors, &mut observed);
+                settle(&gpu, &mut errors, &mut observed, &mut stopped);
+                if stopped {
+                    break;
+                }
                 if let Some(o) = &mut observed {
                     o.each(|ob| ob.host_write(*chunk, *address, data.len()));
                 }
                 let bytes = trace.bytes_of(data);
                 match gpu.write_memory(*address, bytes) {
-                    Ok(_) => {}
+                    Ok(handle) => host_writes.push(handle),
                     Err(e) => errors.push(gpu_error_entry(&e)),
                 }
             }
             TraceEvent::Shader { header_address, code_address, relocated, chunk } => {
-                settle(&gpu, &mut errors, &mut observed);
+                settle(&gpu, &mut errors, &mut observed, &mut stopped);
+                if stopped {
+                    break;
+                }
                 let r = gpu.with_shared(|m, _, s| s.create(m, *header_address, *code_address, *relocated).map(|_| ()));
                 if let Err(e) = r {
                     errors.push(error("shader", format!("chunk {chunk}: shader at {header_address:#x}: {e}")));
@@ -600,17 +885,23 @@ pub fn replay_observed(
         apply_patches(&gpu, &options.patches, &mut errors);
     }
     let mut stall = None;
-    match run_gpu(&gpu, &mut observed) {
-        Ok(RunStatus::Stalled(report)) => {
+    if !stopped {
+        if let Some(report) = settle(&gpu, &mut errors, &mut observed, &mut stopped) {
             errors.push(error("deadlock", report.to_string()));
             stall = Some(report);
         }
-        Ok(_) => {}
-        Err(e) => errors.push(gpu_error_entry(&e)),
     }
     let mut failures = Vec::new();
+    for w in &host_writes {
+        if let Some(Err(e)) = w.poll() {
+            errors.push(gpu_error_entry(&e));
+        }
+    }
     for s in &submissions {
         if let Some(Err(e)) = s.poll() {
+            if matches!(e, GpuError::Aborted(_)) && stopped {
+                continue;
+            }
             if !matches!(e, GpuError::Deadlock(_) | GpuError::Pending) {
                 errors.push(gpu_error_entry(&e));
             }
@@ -688,30 +979,52 @@ pub fn replay_observed(
             Err(e) => errors.push(gpu_error_entry(&e)),
         }
     }
-    summary.errors = errors;
 
-    let (log, timeline, programs, skipped_ibs) = gpu.with_backend(|b| {
+    let (records, timeline, programs, programs_not_kept, skipped_ibs) = gpu.with_backend(|b| {
         (
-            b.log.take().map(|l| l.lines).unwrap_or_default(),
+            b.records.take(),
             b.timeline.take(),
             std::mem::take(&mut b.programs),
+            b.programs_not_kept,
             std::mem::take(&mut b.skipped_ibs),
         )
     });
     summary.skipped_ibs = skipped_ibs;
-    let mut waits = observed.and_then(|o| o.waits).unwrap_or_default();
-    waits.finish();
-    let timeline = timeline.map(|packets| timeline_json(&packets, &waits.spans));
-    let written_page_bytes = gpu.with_memory_ref(|m| m.allocated_page_bytes());
-    ReplayOutcome {
-        summary,
+    let mut outcome = ReplayOutcome {
         programs: programs.into_values().collect(),
-        log,
-        timeline,
-        written_page_bytes,
+        programs_not_kept,
+        written_page_bytes: gpu.with_memory_ref(|m| m.allocated_page_bytes()),
         stall,
         failures,
+        ..Default::default()
+    };
+    if let Some(records) = records {
+        outcome.log_truncated = records.truncated();
+        let (out, e) = records.finish();
+        if let Some(e) = e {
+            errors.push(error("output", format!("writing the event log: {e}")));
+        }
+        if let RecordOut::Lines(lines) = out {
+            outcome.log = lines;
+        }
     }
+    if let Some(timeline) = timeline {
+        let (mut waits, waits_truncated) =
+            observed.map(|o| (o.waits.unwrap_or_default(), o.waits_truncated)).unwrap_or_default();
+        waits.finish();
+        waits.spans.truncate(max_events);
+        let (out, e, truncated) = timeline.finish(&waits.spans);
+        outcome.timeline_truncated = truncated || waits_truncated;
+        if let Some(e) = e {
+            errors.push(error("output", format!("writing the timeline: {e}")));
+        }
+        if let RecordOut::Text(text) = out {
+            outcome.timeline = Some(text);
+        }
+    }
+    summary.errors = errors;
+    outcome.summary = summary;
+    outcome
 }
 
 /// Writes the `--patch` dwords (before the first submission).
@@ -721,43 +1034,6 @@ fn apply_patches(gpu: &Gpu<SparseMemory, ReplayBackend>, patches: &[(u64, u32)],
             errors.push(error("memory", format!("--patch {address:#x}={value:#x}: {e}")));
         }
     }
-}
-
-/// Chrome/Perfetto trace-event JSON: one process, one thread per queue,
-/// one 1-µs complete event per packet at the global packet clock, and each
-/// wait as a span with a flow arrow from the packet that released it
-/// ([`crate::diagnostics::timeline`]).
-fn timeline_json(packets: &[TimelinePacket], waits: &[WaitSpan]) -> String {
-    let mut out = String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-    let mut queues: Vec<u32> = packets.iter().map(|p| p.1).chain(waits.iter().map(|w| w.queue.0)).collect();
-    queues.sort_unstable();
-    queues.dedup();
-    let mut first = true;
-    for q in &queues {
-        let sep = if first { "" } else { ",\n" };
-        first = false;
-        let _ = write!(
-            out,
-            "{sep}{{\"ph\":\"M\",\"pid\":1,\"tid\":{q},\"name\":\"thread_name\",\"args\":{{\"name\":\"{}\"}}}}",
-            QueueId(*q)
-        );
-    }
-    for (ts, q, name) in packets {
-        let sep = if first { "" } else { ",\n" };
-        first = false;
-        let _ = write!(out, "{sep}{{\"ph\":\"X\",\"pid\":1,\"tid\":{q},\"ts\":{ts},\"dur\":1,\"name\":\"{name}\"}}");
-    }
-    let mut events = Vec::new();
-    for (id, w) in waits.iter().enumerate() {
-        w.write_events(id as u64 + 1, &mut events);
-    }
-    for e in events {
-        let sep = if first { "" } else { ",\n" };
-        first = false;
-        let _ = write!(out, "{sep}{e}");
-    }
-    out.push_str("\n]}\n");
-    out
 }
 
 /// `len` bytes of guest memory at `address`.

@@ -60,23 +60,23 @@ fn round_trip(trace: &Trace, name: &str) {
     assert!(bytes[..] == trace.bytes()[..], "{name}: the files differ");
 }
 
-fn trace_dir() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    [root.join("traces"), root.join("../shared/traces")].into_iter().find(|d| d.is_dir())
+/// The repository's radv traces (part of the repository: missing is a failure).
+fn trace_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("traces");
+    assert!(dir.is_dir(), "{} is missing", dir.display());
+    dir
 }
 
 #[test]
 fn real_traces_round_trip() {
-    let Some(dir) = trace_dir() else {
-        eprintln!("no trace corpus found");
-        return;
-    };
+    let dir = trace_dir();
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map(|d| {
             d.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "pm4t")).collect()
         })
         .unwrap_or_default();
     paths.sort();
+    assert!(paths.len() >= 10, "{} traces in {}", paths.len(), dir.display());
     for path in &paths {
         let name = path.display().to_string();
         let trace = Trace::read_file(path).unwrap_or_else(|e| panic!("{name}: {e}"));

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use pm4core::replay::{replay, ReplayOptions};
+use pm4core::replay::{replay, MemoryQuery, RegisterQuery, ReplayOptions};
 use pm4core::trace::Trace;
 
 fn corpus() -> Vec<PathBuf> {
@@ -35,12 +35,64 @@ fn the_frame_source_matches_its_generator() {
     assert_eq!(std::fs::read_to_string(path).unwrap(), xtask::frame_source(), "run `cargo run -p xtask -- frame`");
 }
 
+/// The effects a source asks its golden log to record: `; check mem
+/// ADDR:LEN` and `; check reg NAME[@QUEUE]` comment lines.
+fn checks(source: &str) -> (Vec<MemoryQuery>, Vec<RegisterQuery>) {
+    let (mut memory, mut registers) = (Vec::new(), Vec::new());
+    for line in source.lines() {
+        let Some(check) = line.trim().strip_prefix("; check ") else { continue };
+        match check.split_once(' ') {
+            Some(("mem", range)) => memory.push(MemoryQuery::parse(range.trim()).unwrap()),
+            Some(("reg", reg)) => {
+                registers.push(RegisterQuery::parse(reg.trim(), pm4core::regs::db::GpuFamily::Gfx103).unwrap())
+            }
+            _ => panic!("bad check line `{line}`"),
+        }
+    }
+    (memory, registers)
+}
+
+/// The log lines of the checked effects: each memory range as dwords, 16
+/// bytes a line, and each register's value.
+fn effect_lines(
+    summary: &pm4core::replay::ReplaySummary,
+    memory: &[MemoryQuery],
+    registers: &[RegisterQuery],
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    for q in memory {
+        let hex = &summary.memory[&q.label];
+        let bytes: Vec<u8> =
+            (0..hex.len() / 2).map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap()).collect();
+        for (row, chunk) in bytes.chunks(16).enumerate() {
+            let words: Vec<String> = chunk
+                .chunks(4)
+                .map(|w| {
+                    let mut d = [0u8; 4];
+                    d[..w.len()].copy_from_slice(w);
+                    format!("{:08x}", u32::from_le_bytes(d))
+                })
+                .collect();
+            lines.push(format!("mem {:#x}: {}", q.address + row as u64 * 16, words.join(" ")));
+        }
+    }
+    for q in registers {
+        lines.push(format!("reg {} = {:#010x}", q.label, summary.registers[&q.label]));
+    }
+    lines
+}
+
 #[test]
 fn every_corpus_trace_replays_to_its_golden_log() {
     for source in corpus() {
         let name = source.file_stem().unwrap().to_string_lossy().to_string();
         let trace = Trace::read_file(&source.with_extension("pm4t")).unwrap();
-        let outcome = replay(&trace, &ReplayOptions { log: true, ..Default::default() });
+        let (memory, registers) = checks(&std::fs::read_to_string(&source).unwrap());
+        let options =
+            ReplayOptions { log: true, memory: memory.clone(), registers: registers.clone(), ..Default::default() };
+        let mut outcome = replay(&trace, &options);
+        let effects = effect_lines(&outcome.summary, &memory, &registers);
+        outcome.log.extend(effects);
         let s = &outcome.summary;
         assert!(s.errors.is_empty(), "{name}: {:?}", s.errors);
         if name == "unknown" {
@@ -56,6 +108,11 @@ fn every_corpus_trace_replays_to_its_golden_log() {
             assert_eq!((s.packets.total, s.draws, s.dispatches, s.fences, s.waits), (8341, 2000, 4, 2, 1));
             assert_eq!(outcome.log.len(), 2053);
             continue;
+        }
+        if std::env::var_os("PM4_BLESS").is_some() {
+            let mut text = outcome.log.join("\n");
+            text.push('\n');
+            std::fs::write(source.with_extension("log"), text).unwrap();
         }
         let golden = std::fs::read_to_string(source.with_extension("log")).unwrap();
         let golden: Vec<&str> = golden.lines().collect();

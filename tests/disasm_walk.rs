@@ -178,13 +178,28 @@ fn limits_cycles_depth_budget_and_unmapped_targets() {
     assert!(messages(&l).contains("nesting limit 2"), "{}", messages(&l));
     assert_eq!(listing(source, DisasmOptions::default()).packets.len(), 4);
 
-    // The packet budget stops the walk.
-    let l = listing(
-        ".mem 0x1000\n.fill 100, 0xffff1000\n.end\n.submit gfx 0x1000 100",
-        DisasmOptions { max_packets: 10, ..DisasmOptions::default() },
-    );
-    assert_eq!((l.packets.len(), l.complete), (10, false));
-    assert!(messages(&l).contains("budget"));
+    // The packet budget stops a walk that re-enters buffers; it is never
+    // below the input's own dwords, so a plain listing is never cut short.
+    let plain = ".mem 0x1000\n.fill 100, 0xffff1000\n.end\n.submit gfx 0x1000 100";
+    let l = listing(plain, DisasmOptions { max_packets: 10, ..DisasmOptions::default() });
+    assert_eq!((l.packets.len(), l.complete), (100, true));
+    let mut fan_out = String::new();
+    for (level, next) in [("a", "b"), ("b", "c"), ("c", "d")] {
+        fan_out.push_str(&format!("{level}: .mem {}\n", 0x1000 * (level.as_bytes()[0] - b'a' + 1) as u32));
+        for _ in 0..8 {
+            fan_out.push_str(&format!("ib {next}, dwords({next})\n"));
+        }
+        fan_out.push_str(".end\n");
+    }
+    fan_out.push_str("d: .mem 0x4000\nNOP\n.end\n.submit gfx a 32\n");
+    let fan_out = trace(&fan_out);
+    let dis = Disassembler::for_trace(&fan_out, DisasmOptions { max_packets: 10, ..DisasmOptions::default() });
+    let budget = fan_out.bytes().len() as u64 / 4;
+    assert_eq!(dis.walk_budget(), budget);
+    assert!(budget < 8 + 64 + 512 + 512, "{budget}");
+    let l = dis.listing();
+    assert_eq!((l.packets.len() as u64, l.complete), (budget, false));
+    assert!(messages(&l).contains(&format!("packet budget of {budget} exhausted")), "{}", messages(&l));
 
     // An unmapped IB target is reported; the walk goes on.
     let l = listing(".mem 0x1000\nib 0x900000, 8\nNOP\n.end\n.submit gfx 0x1000 5", DisasmOptions::default());

@@ -135,21 +135,15 @@ fn err_at(chunk: usize, raw: &Raw, rule: TraceRule) -> TraceError {
     TraceError::new(Some(chunk as u32), raw.offset(chunk), rule)
 }
 
-/// The directory holding the real traces: `traces/` in the repository, else
-/// the shared corpus next to it.
-fn trace_dir() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    [root.join("traces"), root.join("../shared/traces")].into_iter().find(|dir| {
-        std::fs::read_dir(dir)
-            .is_ok_and(|entries| entries.flatten().any(|e| e.path().extension().is_some_and(|x| x == "pm4t")))
-    })
+/// The directory holding the real traces: `traces/` in the repository.
+fn trace_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("traces");
+    assert!(dir.is_dir(), "{} is missing", dir.display());
+    dir
 }
 
 fn real_traces() -> Vec<(String, Trace)> {
-    let Some(dir) = trace_dir() else {
-        println!("note: no real traces found (traces/ or ../shared/traces); skipping");
-        return Vec::new();
-    };
+    let dir = trace_dir();
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
         .expect("trace directory")
         .flatten()
@@ -157,6 +151,7 @@ fn real_traces() -> Vec<(String, Trace)> {
         .filter(|p| p.extension().is_some_and(|x| x == "pm4t"))
         .collect();
     paths.sort();
+    assert!(paths.len() >= 10, "{} traces in {}", paths.len(), dir.display());
     paths
         .into_iter()
         .map(|path| {

@@ -1,6 +1,6 @@
 //! Fuzz target `assembler` (pending the assembler, see `fuzz/README.md`):
 //! the harness `pm4core::fuzzing::assembler`, which
-//! `tests/fuzz_assembler_corpus.rs` also runs over the corpus and the
+//! `tests/fuzz_corpus.rs` also runs over the corpus and the
 //! regressions. A broken invariant comes back as a violation and is turned
 //! into a panic here, so libFuzzer records it as a crash.
 #![no_main]

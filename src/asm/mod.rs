@@ -1,7 +1,7 @@
 //! A text assembler for PM4 traces, for tests that need unusual streams.
 //!
 //! [`assemble`] turns source text into the bytes of a trace file
-//! (`spec/trace-format.md`). Nothing is optimised or reordered: every
+//! (`docs/trace-format.md`). Nothing is optimised or reordered: every
 //! statement becomes exactly the dwords it names, and every directive
 //! exactly one chunk, in source order. Errors carry the line and column
 //! ([`AsmError`]); no input makes it panic.

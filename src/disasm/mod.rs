@@ -75,7 +75,11 @@ pub struct DisasmOptions {
     /// Deepest IB nesting followed (the submitted buffer is depth 0; at
     /// most [`MAX_DEPTH`] whatever this says).
     pub max_depth: u32,
-    /// Packets walked in total before the walk stops.
+    /// Packets walked in total, over every submission, before the walk
+    /// stops ([`WalkSummary::complete`] false): at least the input's own
+    /// dwords ([`Disassembler::walk_budget`]), so only a walk that re-enters
+    /// buffers (IBs fanned out many times) meets it. Bounds the work and the
+    /// output of any input (`pm4 disasm --max-packets`).
     pub max_packets: u64,
     /// Raw dwords per text line; longer packets wrap onto continuation lines.
     pub dwords_per_line: usize,
@@ -83,7 +87,7 @@ pub struct DisasmOptions {
 
 impl Default for DisasmOptions {
     fn default() -> Self {
-        DisasmOptions { family: None, follow_ibs: true, max_depth: 16, max_packets: 4_000_000, dwords_per_line: 8 }
+        DisasmOptions { family: None, follow_ibs: true, max_depth: 16, max_packets: 1 << 20, dwords_per_line: 8 }
     }
 }
 
@@ -288,6 +292,17 @@ impl<'a> Disassembler<'a> {
         &self.options
     }
 
+    /// Packets the walk may visit in total: [`DisasmOptions::max_packets`],
+    /// or the input's dwords if there are more (a listing of every dword the
+    /// input holds is never cut short).
+    pub fn walk_budget(&self) -> u64 {
+        let input_dwords = match &self.input {
+            Input::Trace(trace) => trace.bytes().len() as u64 / 4,
+            Input::Raw { bytes, .. } => bytes.len() as u64 / 4,
+        };
+        self.options.max_packets.max(input_dwords)
+    }
+
     /// Walks everything, handing each step to `sink`, and returns the totals.
     pub fn walk(&self, sink: &mut dyn FnMut(WalkEvent<'_>)) -> WalkSummary {
         self.run(true, sink)
@@ -364,7 +379,8 @@ impl<'a> Disassembler<'a> {
         let mut walker = Walker {
             family: self.family,
             options: &self.options,
-            remaining: self.options.max_packets,
+            budget: self.walk_budget(),
+            remaining: self.walk_budget(),
             exhausted: false,
             submission: None,
             queue: 0,
@@ -439,6 +455,7 @@ enum Sink<'s, 'o> {
 struct Walker<'w, 's, 'o> {
     family: GpuFamily,
     options: &'w DisasmOptions,
+    budget: u64,
     remaining: u64,
     exhausted: bool,
     submission: Option<usize>,
@@ -531,7 +548,7 @@ impl Walker<'_, '_, '_> {
                 if !self.exhausted {
                     self.exhausted = true;
                     self.summary.complete = false;
-                    let budget = self.options.max_packets;
+                    let budget = self.budget;
                     self.diagnostic(base, depth, format!("packet budget of {budget} exhausted; walk stopped"));
                 }
                 return None;

@@ -21,10 +21,17 @@
 //! waits for): write the value that ends the wait, write `b` where it waits,
 //! write `b` into one of the regions, set register `a` to `b`, or abort and
 //! submit again. Work is bounded by construction: at most [`MAX_CALLS`]
-//! calls, each running at most [`WORK_BUDGET`] packets per submission.
+//! calls, each running at most [`WORK_BUDGET`] packets per submission,
+//! except for one input in [`FULL_BUDGET_SHARE`] (by length), which runs
+//! with the default budget of [`ProcessorConfig`] so that the fuzzer also
+//! sees what long runs do (multi-draw packets with huge counts, loops that
+//! write new memory until the written-memory cap of
+//! [`Limits::max_written_memory`] refuses them); written pages never pass
+//! that cap.
 
 use super::{Input, Outcome, Violation};
 use crate::backend::{QueueId, RecordingBackend};
+use crate::limits::Limits;
 use crate::memory::{GuestMemory, SparseMemory};
 use crate::packet::body::{CompareFunction, PollTarget};
 use crate::processor::{
@@ -63,6 +70,10 @@ pub const HOST_COMMANDS: [(u16, HostCommand); 6] = [
 ];
 
 const SLICES: [u64; 4] = [1, 7, 64, u64::MAX];
+
+/// One input in this many (those whose length leaves this remainder minus
+/// one) runs with the default work budget instead of [`WORK_BUDGET`].
+pub const FULL_BUDGET_SHARE: usize = 64;
 const RENDER_BACKENDS: [u32; 8] = [0, 1, 2, 4, 8, 16, 16, 16];
 
 /// The `processor` harness.
@@ -78,9 +89,14 @@ pub fn processor(data: &[u8]) -> Outcome {
     let steps = input.bytes(step_count * STEP_LEN);
     let guest = input.rest();
 
+    let budget = if data.len() % FULL_BUDGET_SHARE == FULL_BUDGET_SHARE - 1 {
+        ProcessorConfig::default().work_budget
+    } else {
+        WORK_BUDGET
+    };
     let config = ProcessorConfig {
         max_ib_depth: usize::from(config_bits & 7) + 1,
-        work_budget: WORK_BUDGET,
+        work_budget: budget,
         unknown_packet_policy: if config_bits & 8 != 0 { UnknownPacketPolicy::Stop } else { UnknownPacketPolicy::Skip },
         report_packets: config_bits & 0x10 != 0,
         render_backends: RENDER_BACKENDS[usize::from(schedule >> 5)],
@@ -94,6 +110,8 @@ pub fn processor(data: &[u8]) -> Outcome {
     let slice = SLICES[usize::from((schedule >> 3) & 3)];
 
     let mut memory = SparseMemory::new();
+    let cap = Limits::default().max_written_memory;
+    memory.set_written_limit(cap);
     let mapped = memory
         .map_bytes(CMD_BASE, cmd)
         .and_then(|()| memory.map_bytes(DATA_BASE, guest))
@@ -114,7 +132,13 @@ pub fn processor(data: &[u8]) -> Outcome {
     for _ in 0..calls.min(MAX_CALLS) {
         let mut env = Env { memory: &mut memory, backend: &mut backend, shaders: &mut shaders };
         let result = p.process_slice(&mut env, slice);
-        check_status(TARGET, &p, &result, WORK_BUDGET)?;
+        check_status(TARGET, &p, &result, budget)?;
+        if memory.allocated_page_bytes() as u64 > cap {
+            return Err(fail(format!(
+                "{} bytes of written pages past the cap of {cap}",
+                memory.allocated_page_bytes()
+            )));
+        }
         let step = steps.next().map(Input::new);
         let mut step = step.unwrap_or(Input::new(&[]));
         let (kind, a, b) = (step.u8(), step.u32(), step.u32());

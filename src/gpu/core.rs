@@ -211,6 +211,9 @@ pub(crate) struct Ticket {
     /// [`RecentWrites::seq`] when the slice began.
     seen: u64,
     slice_packets: u64,
+    /// The processor's packet and dword counts when the slice began (for
+    /// [`GpuStats::packets`](super::GpuStats::packets) and `dwords`).
+    counts: (u64, u64),
 }
 
 /// What the middle of a slice ended with.
@@ -595,7 +598,9 @@ impl Sched {
         let processor = q.processor.take()?;
         running.slices += 1;
         self.in_flight += 1;
+        let counts = (processor.stats().packets, processor.stats().dwords);
         Some(Ticket {
+            counts,
             queue,
             processor,
             submission: running.sub.id,
@@ -609,8 +614,10 @@ impl Sched {
     /// the submission, and wakes the queues whose watched bytes the slice
     /// wrote. Returns how many queues woke.
     pub(crate) fn end_slice(&mut self, ticket: Ticket, result: SliceResult, log: &WriteLog) -> usize {
-        let Ticket { queue, mut processor, submission, span, seen, .. } = ticket;
+        let Ticket { queue, mut processor, submission, span, seen, counts, .. } = ticket;
         self.in_flight = self.in_flight.saturating_sub(1);
+        self.stats.packets += processor.stats().packets.wrapping_sub(counts.0);
+        self.stats.dwords += processor.stats().dwords.wrapping_sub(counts.1);
         let id = processor.queue();
         let outcome = match result {
             Ok(status) => Ok(status),

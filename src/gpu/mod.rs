@@ -206,6 +206,11 @@ pub struct GpuStats {
     pub host_notifications: u64,
     /// Slices run.
     pub slices: u64,
+    /// Packets run by all queues (the sum of every processor's
+    /// [`ProcessorStats::packets`]), read in one call to bound total work.
+    pub packets: u64,
+    /// Command dwords read by all queues ([`ProcessorStats::dwords`]).
+    pub dwords: u64,
     /// Suspended queues woken to re-check their wait.
     pub wakes: u64,
     /// Stalls detected (threaded mode: each stall episode once).

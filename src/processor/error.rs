@@ -43,6 +43,11 @@ pub enum Pm4Error {
     /// An unknown packet while the policy is to stop.
     #[error("unknown packet {header:#010x} (opcode {opcode:#04x}) at {location}")]
     UnknownPacket { location: PacketLocation, header: u32, opcode: u8 },
+    /// An INDIRECT_BUFFER_CONST while the constant engine already has
+    /// `limit` buffers queued that it has not started (it waits, and the
+    /// drawing engine keeps handing it buffers).
+    #[error("INDIRECT_BUFFER_CONST at {location}: the constant engine already has {limit} buffers queued")]
+    ConstantEngineBacklog { location: PacketLocation, limit: usize },
     /// `submit` while a submission is still running.
     #[error("the processor is still running a submission")]
     Busy,
@@ -73,6 +78,7 @@ impl Pm4Error {
             Pm4Error::WorkBudgetExhausted { .. } => "work_budget_exhausted",
             Pm4Error::SkipPastEnd { .. } => "skip_past_end",
             Pm4Error::UnknownPacket { .. } => "unknown_packet",
+            Pm4Error::ConstantEngineBacklog { .. } => "constant_engine_backlog",
             Pm4Error::Busy => "busy",
         }
     }
@@ -87,7 +93,8 @@ impl Pm4Error {
             | Pm4Error::IbStackOverflow { location, .. }
             | Pm4Error::WorkBudgetExhausted { location, .. }
             | Pm4Error::SkipPastEnd { location, .. }
-            | Pm4Error::UnknownPacket { location, .. } => Some(*location),
+            | Pm4Error::UnknownPacket { location, .. }
+            | Pm4Error::ConstantEngineBacklog { location, .. } => Some(*location),
             Pm4Error::Busy => None,
         }
     }

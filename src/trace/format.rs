@@ -1,6 +1,6 @@
 //! Constants of the trace format (version 1) and the chunk tag type.
 //!
-//! See `spec/trace-format.md`: a 16-byte header, then chunks of
+//! See `docs/trace-format.md`: a 16-byte header, then chunks of
 //! `tag, len, payload, pad, crc`, ending with an `END ` chunk.
 
 use std::fmt;

@@ -1,4 +1,4 @@
-//! The trace file format (`spec/trace-format.md`, version 1): reading,
+//! The trace file format (`docs/trace-format.md`, version 1): reading,
 //! checking and writing `.pm4t` files.
 //!
 //! A trace is the exchange format between capture, replay, the assembler

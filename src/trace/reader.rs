@@ -128,10 +128,18 @@ impl Trace {
         Self::parse(bytes.into())
     }
 
-    /// Reads and parses a trace file; I/O errors become [`TraceRule::Io`].
+    /// Reads and parses a trace file (a regular file, read once into the
+    /// buffer the trace keeps: see [`crate::limits::read_file`]); I/O errors
+    /// become [`TraceRule::Io`].
     pub fn read_file(path: &Path) -> Result<Trace, TraceError> {
-        let bytes = std::fs::read(path).map_err(|e| TraceError::io(&format!("reading {}", path.display()), &e))?;
-        Self::parse(Arc::from(bytes))
+        let bytes = crate::limits::read_file(path, u64::MAX).map_err(|e| {
+            let error = match e {
+                crate::limits::InputError::Io { source, .. } => source,
+                other => std::io::Error::other(other.to_string()),
+            };
+            TraceError::io(&format!("reading {}", path.display()), &error)
+        })?;
+        Self::parse(bytes)
     }
 
     /// The file's bytes.

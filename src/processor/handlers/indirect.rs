@@ -7,6 +7,11 @@ use crate::packet::Packet;
 use crate::processor::context::{Ctx, Flow};
 use crate::processor::{Engine, Pm4Error};
 
+/// Most constant-engine buffers queued and not started yet: the drawing
+/// engine hands the constant engine its buffers in order, and a constant
+/// engine that waits must not let a looping drawing engine queue without end.
+pub(crate) const MAX_CE_PENDING: usize = 256;
+
 /// Calls (or with `chain`, jumps to) a buffer on the current execution.
 /// The loop advanced the cursor past the packet already, so a call returns
 /// to the next packet.
@@ -93,6 +98,9 @@ pub(crate) fn indirect_buffer_const(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result
     }
     if let Some(flow) = unmapped(ctx, address, size_dw)? {
         return Ok(flow);
+    }
+    if ctx.state.ce_pending.len() >= MAX_CE_PENDING {
+        return Err(Pm4Error::ConstantEngineBacklog { location: *ctx.location, limit: MAX_CE_PENDING });
     }
     ctx.state.ce_pending.push((address, size_dw));
     Ok(Flow::RunConstantEngine)
