@@ -687,10 +687,11 @@ fn run_packets(
 ) -> Result<StreamStatus, Pm4Error> {
     exec.suspended = None;
     let work_budget = state.config.work_budget;
-    // Compute queues have their own table (graphics-only packets marked) and
-    // no register-run fast path (some register writers are graphics-only).
+    // Compute queues have their own tables: graphics-only packets marked,
+    // and no register-run fast path for graphics-only register writers.
     let graphics = state.queue.is_graphics();
     let opcode_table = if graphics { &tables::OPCODE_TABLE } else { &tables::COMPUTE_OPCODE_TABLE };
+    let register_runs = if graphics { &tables::REGISTER_RUNS } else { &tables::COMPUTE_REGISTER_RUNS };
     loop {
         if !exec.pop_finished() {
             exec.reset();
@@ -708,12 +709,12 @@ fn run_packets(
             // Register writers and one-dword pads, straight from the window
             // (see `register_run`); anything else, and whatever the window
             // does not hold, goes the general way below.
-            if graphics && !tally.report {
+            if !tally.report {
                 let limit = (*budget).min(work_budget.saturating_sub(exec.packets));
                 let address = buffer.wrapping_add(u64::from(offset) * 4);
                 let held = window.held_from(address);
                 let held = held.get(..(size - offset) as usize).unwrap_or(held);
-                let (packets, dwords) = register_run(held, limit, exec.predication.skip, state, tally);
+                let (packets, dwords) = register_run(held, limit, exec.predication.skip, register_runs, state, tally);
                 if packets > 0 {
                     offset += dwords;
                     exec.packets += packets;
@@ -890,6 +891,7 @@ fn register_run(
     words: &[u32],
     limit: u64,
     predication_skips: bool,
+    runs: &[tables::RegisterRun; 256],
     state: &mut ProcessorState,
     tally: &mut Tally<'_>,
 ) -> (u64, u32) {
@@ -915,7 +917,7 @@ fn register_run(
             packets += 1;
             continue;
         }
-        let space = tables::REGISTER_RUNS[opcode as usize];
+        let space = runs[opcode as usize];
         if space.size == 0 {
             break;
         }

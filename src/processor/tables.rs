@@ -234,8 +234,7 @@ pub(crate) struct RegisterRun {
     pub size: u32,
 }
 
-const fn register_runs() -> [RegisterRun; 256] {
-    let entries = opcode_table();
+const fn register_runs(entries: [OpcodeEntry; 256]) -> [RegisterRun; 256] {
     let mut t = [RegisterRun { base: 0, size: 0 }; 256];
     let mut i = 0;
     while i < 256 {
@@ -248,7 +247,10 @@ const fn register_runs() -> [RegisterRun; 256] {
 }
 
 /// CP opcode → the space its register run writes, for plain register writers.
-pub(crate) static REGISTER_RUNS: [RegisterRun; 256] = register_runs();
+pub(crate) static REGISTER_RUNS: [RegisterRun; 256] = register_runs(opcode_table());
+
+/// The same for compute queues: graphics-only register writers have none.
+pub(crate) static COMPUTE_REGISTER_RUNS: [RegisterRun; 256] = register_runs(compute_opcode_table());
 
 /// CP opcode → what executes it, on the graphics queue.
 pub(crate) static OPCODE_TABLE: [OpcodeEntry; 256] = opcode_table();
