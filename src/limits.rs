@@ -18,12 +18,14 @@
 //! | [`Limits::max_file_bytes`] | 4 GiB | size of any input file (only regular files are read) | `--max-file-size` |
 //! | [`DisasmOptions::max_packets`](crate::disasm::DisasmOptions::max_packets) | 2^22, or the input's dwords if more | packets the static walk of `pm4 disasm` visits, over all submissions | `pm4 disasm --max-packets` |
 //!
-//! The work limits are checked by the replay between scheduler slices, so a
-//! replay stops within a few slices past the limit with
+//! The packet and dword limits are checked by the replay between scheduler
+//! slices, so a replay stops within a few slices past the limit with
 //! [`LimitExceeded`], which names the limit, its library field and its
-//! option. The written-memory cap is checked at the write that would pass
-//! it: the write is refused with
-//! [`MemoryError::WrittenLimit`](crate::memory::MemoryError::WrittenLimit).
+//! option. The memory limits are checked at the write that would pass them:
+//! the write is refused with
+//! [`MemoryError::WrittenLimit`](crate::memory::MemoryError::WrittenLimit) or
+//! [`MemoryError::WriteBudget`](crate::memory::MemoryError::WriteBudget)
+//! (a single DMA packet may fill 64 MiB), named with the limit's option.
 //! The defaults are sized so that no input replays for more than about ten
 //! seconds on a laptop (measured on hostile loops: about 70 ns a packet,
 //! under 1 ns a register dword, 0.5 GB/s of fills); a capture that needs more

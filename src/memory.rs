@@ -59,6 +59,11 @@ pub enum MemoryError {
         "write of {len} bytes at {address:#x} refused: written guest memory would exceed its limit of {limit} bytes"
     )]
     WrittenLimit { address: u64, len: u64, limit: u64 },
+    /// The write of `len` bytes at `address` would take the bytes written
+    /// over the memory's lifetime past their budget
+    /// ([`SparseMemory::set_write_budget`]); nothing of it was written.
+    #[error("write of {len} bytes at {address:#x} refused: bytes written to guest memory would exceed their budget of {limit}")]
+    WriteBudget { address: u64, len: u64, limit: u64 },
 }
 
 impl MemoryError {
@@ -69,6 +74,7 @@ impl MemoryError {
             | MemoryError::OutOfRange { address, .. }
             | MemoryError::Overlap { address, .. }
             | MemoryError::WrittenLimit { address, .. }
+            | MemoryError::WriteBudget { address, .. }
             | MemoryError::Misaligned { address } => address,
         }
     }
@@ -404,15 +410,25 @@ struct Regions {
     page_limit: u64,
     /// Bytes written over the memory's lifetime (host and packets).
     bytes_written: u64,
+    /// Most bytes that may be written ([`SparseMemory::set_write_budget`]).
+    write_budget: u64,
 }
 
 impl Default for Regions {
     fn default() -> Self {
-        Regions { list: Vec::new(), written_pages: 0, page_limit: u64::MAX, bytes_written: 0 }
+        Regions { list: Vec::new(), written_pages: 0, page_limit: u64::MAX, bytes_written: 0, write_budget: u64::MAX }
     }
 }
 
 impl Regions {
+    /// Refuses a write of `len` bytes past the write budget.
+    fn charge_bytes(&self, address: u64, len: u64) -> Result<(), MemoryError> {
+        match self.bytes_written.checked_add(len) {
+            Some(total) if total <= self.write_budget => Ok(()),
+            _ => Err(MemoryError::WriteBudget { address, len, limit: self.write_budget }),
+        }
+    }
+
     /// Refuses a write needing `new_pages` more pages than the cap allows.
     fn charge_pages(&mut self, new_pages: u64, address: u64, len: u64) -> Result<(), MemoryError> {
         if new_pages == 0 {
@@ -498,6 +514,7 @@ impl Regions {
             if end <= region.end() {
                 let offset = address - region.start;
                 let new_pages = region.missing_pages(offset, len);
+                self.charge_bytes(address, len)?;
                 self.charge_pages(new_pages, address, len)?;
                 self.bytes_written = self.bytes_written.saturating_add(len);
                 self.list[index].write(offset, data);
@@ -506,6 +523,7 @@ impl Regions {
         }
         let pieces = self.pieces(address, len)?;
         let new_pages = pieces.iter().map(|&(index, offset, _, n)| self.list[index].missing_pages(offset, n)).sum();
+        self.charge_bytes(address, len)?;
         self.charge_pages(new_pages, address, len)?;
         self.bytes_written = self.bytes_written.saturating_add(len);
         for &(index, offset, at, n) in pieces.iter() {
@@ -650,6 +668,14 @@ impl SparseMemory {
     /// The cap of [`set_written_limit`](Self::set_written_limit), in bytes.
     pub fn written_limit(&self) -> u64 {
         self.regions.read().page_limit.saturating_mul(PAGE_SIZE as u64)
+    }
+
+    /// Caps the bytes written over the memory's lifetime (host and packet
+    /// writes, each byte as often as it is written; `u64::MAX` = no cap, the
+    /// default): a write past it is refused with
+    /// [`MemoryError::WriteBudget`]. Bounds the time fills and copies take.
+    pub fn set_write_budget(&self, bytes: u64) {
+        self.regions.write().write_budget = bytes;
     }
 
     /// Bytes written over the memory's lifetime (host and packet writes,
@@ -821,6 +847,18 @@ mod tests {
         assert_eq!(m.read_u64(0x1ffc).unwrap(), u64::MAX);
         assert!(matches!(m.map_zeroed(0x1800, 0x10), Err(MemoryError::Overlap { .. })));
         assert!(matches!(m.read_u32(u64::MAX - 1), Err(MemoryError::OutOfRange { .. })));
+    }
+
+    #[test]
+    fn the_write_budget_refuses_the_write_past_it_whole() {
+        let m = SparseMemory::new();
+        m.map_zeroed(0x1000, 0x1000).unwrap();
+        m.set_write_budget(10);
+        m.write_u64(0x1000, 1).unwrap();
+        assert_eq!(m.write_u32(0x1008, 2), Err(MemoryError::WriteBudget { address: 0x1008, len: 4, limit: 10 }));
+        assert_eq!(m.read_u32(0x1008).unwrap(), 0);
+        m.write_bytes(0x1008, &[3, 3]).unwrap();
+        assert_eq!(m.bytes_written(), 10);
     }
 
     #[test]

@@ -593,14 +593,17 @@ fn error(kind: ReplayErrorKind, message: impl Into<String>) -> ReplayErrorEntry 
 }
 
 fn gpu_error_entry(e: &GpuError) -> ReplayErrorEntry {
-    let written_limit = match e {
+    let memory_limit = match e {
         GpuError::Processor { source: Pm4Error::Memory { source, .. }, .. } | GpuError::HostWrite { source, .. } => {
-            matches!(source, MemoryError::WrittenLimit { .. })
+            match source {
+                MemoryError::WrittenLimit { .. } => Some(Limit::WrittenMemory),
+                MemoryError::WriteBudget { .. } => Some(Limit::WriteBytes),
+                _ => None,
+            }
         }
-        _ => false,
+        _ => None,
     };
-    if written_limit {
-        let limit = Limit::WrittenMemory;
+    if let Some(limit) = memory_limit {
         return error(ReplayErrorKind::Limit, format!("{e} ({}; raise it with {})", limit.field(), limit.option()));
     }
     if let GpuError::Processor { source: Pm4Error::WorkBudgetExhausted { .. }, .. } = e {
@@ -661,7 +664,10 @@ pub fn replay_to(
     let plain = ReplayOptions { timeline: false, ..options.clone() };
     let mut outcome = replay_into(trace, &plain, progress, None, log, None);
     let stall = outcome.stall.take();
-    if stall.is_some() || !outcome.failures.is_empty() {
+    // A replay stopped by a limit is not investigated again: the error
+    // names the limit, and a second pass would cost as much again.
+    let limited = outcome.summary.errors.iter().any(|e| e.kind == "limit");
+    if !limited && (stall.is_some() || !outcome.failures.is_empty()) {
         outcome.summary.stalls = forensics::investigate(trace, options, stall.as_ref(), &outcome.failures);
     }
     if let Some(out) = timeline {
@@ -763,6 +769,11 @@ fn run_gpu(gpu: &ReplayGpu, observed: &mut Option<Observed<'_>>, limits: &Limits
         steps += 1;
         if steps % CHECK_SLICES == 0 {
             check_limits(gpu, limits)?;
+            // A timeline that is full has nothing more to learn.
+            if gpu.with_backend(|b| b.timeline.as_ref().is_some_and(|t| !t.records.accepts())) {
+                o.stopped = true;
+                return Ok(RunStatus::Idle);
+            }
         }
         if let Some(w) = &mut o.waits {
             if w.spans.len() > o.max_waits {
@@ -873,6 +884,7 @@ fn replay_into(
     });
     let memory = SparseMemory::new();
     memory.set_written_limit(limits.max_written_memory);
+    memory.set_write_budget(limits.max_write_bytes);
     let gpu = Gpu::deterministic(memory, backend, config);
     let mut errors = Vec::new();
     let mut submissions: Vec<Submission> = Vec::new();
