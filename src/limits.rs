@@ -11,12 +11,12 @@
 //! |---|---|---|---|
 //! | [`Limits::max_packets`] | 2^26 | packets all queues run over a whole replay (every submission; each draw of a multi-draw packet counts one more) | `--max-packets` |
 //! | [`Limits::max_dwords`] | 2^30 | command dwords all queues read over a whole replay (register runs cost per dword) | `--max-dwords` |
-//! | [`Limits::max_write_bytes`] | 2 GiB | bytes packets and host writes write to guest memory over a whole replay (fills and copies cost per byte) | `--max-write-bytes` |
+//! | [`Limits::max_write_bytes`] | 2 GiB | bytes packets and host writes write to guest memory over a whole replay (fills and copies cost per byte; checked at the write, [`SparseMemory::set_write_budget`](crate::memory::SparseMemory::set_write_budget)) | `--max-write-bytes` |
 //! | [`Limits::max_written_memory`] | 1 GiB | guest memory a replay copies because it was written (4 KiB pages, [`SparseMemory::set_written_limit`](crate::memory::SparseMemory::set_written_limit)) | `--max-memory` |
-//! | [`Limits::max_events`] | 2^20 | records of the event log and of the timeline, each; then one "truncated at N events" record | `--max-events` |
+//! | [`Limits::max_events`] | 2^20 | records of the event log and of the timeline (packets; its wait spans too), each, then one "truncated at N events" record; entries of the summary's `skipped_ibs` | `--max-events` |
 //! | [`Limits::max_programs`] | 65 536 | distinct program addresses a replay keeps ([`ReplayOutcome::programs`](crate::replay::ReplayOutcome::programs)); more are counted | `--max-programs` |
 //! | [`Limits::max_file_bytes`] | 4 GiB | size of any input file (only regular files are read) | `--max-file-size` |
-//! | [`DisasmOptions::max_packets`](crate::disasm::DisasmOptions::max_packets) | 2^22, or the input's dwords if more | packets the static walk of `pm4 disasm` visits, over all submissions | `pm4 disasm --max-packets` |
+//! | [`DisasmOptions::max_packets`](crate::disasm::DisasmOptions::max_packets) | 2^20, or the input's dwords if more | packets the static walk of `pm4 disasm` visits, over all submissions | `pm4 disasm --max-packets` |
 //!
 //! The packet and dword limits are checked by the replay between scheduler
 //! slices, so a replay stops within a few slices past the limit with
