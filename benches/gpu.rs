@@ -1,13 +1,16 @@
 //! Costs of the GPU front end: a suspend/resume round trip (a queue waits on
-//! a label, the host writes it, the queue resumes) and scheduling one small
-//! buffer on each of the 57 queues, in deterministic and threaded mode.
+//! a label, the host writes it, the queue resumes), scheduling one small
+//! buffer on each of the 57 queues, in deterministic and threaded mode;
+//! eight compute queues of dispatch-heavy streams on 1 and 2 workers; and
+//! the latency from a CPU write's notification to the resumed wait.
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use pm4core::backend::{NullBackend, QueueId};
 use pm4core::gpu::{Gpu, GpuConfig, RunStatus};
-use pm4core::memory::{GuestMemory, SparseMemory};
+use pm4core::memory::{FlatMemory, GuestMemory, SparseMemory};
 
 const CMD: u64 = 0x10_0000;
 const DATA: u64 = 0x100_0000;
@@ -102,6 +105,8 @@ fn suspend_resume(c: &mut Criterion) {
     group.bench_function("threaded", |b| {
         b.iter(|| {
             let h = gpu.submit(queue, buffer.0, buffer.1).unwrap();
+            // The write is applied at once: let the queue suspend first.
+            assert!(matches!(gpu.run_until_stalled().unwrap(), RunStatus::Stalled(_)));
             gpu.write_memory(DATA, &label).unwrap();
             let report = h.wait().unwrap();
             assert_eq!(report.waits, 1);
@@ -143,9 +148,84 @@ fn schedule_57_queues(c: &mut Criterion) {
     group.finish();
 }
 
+/// Eight compute queues, each a stream of 4000 dispatches with user-data
+/// writes between them, in one flat memory.
+fn dispatch_heavy_setup() -> (Arc<FlatMemory>, Vec<(QueueId, u64, u32)>) {
+    let ram = Arc::new(FlatMemory::new(0, 16 << 20).unwrap());
+    let mut next = CMD;
+    let streams = (0..8u32)
+        .map(|q| {
+            let mut c = Vec::new();
+            for i in 0..4000u32 {
+                // SET_SH_REG COMPUTE_USER_DATA_0..1, then DISPATCH_DIRECT.
+                packet(&mut c, 0x76, &[0x240, i, q]);
+                packet(&mut c, 0x15, &[1 + i % 7, 1, 1, 1]);
+            }
+            for (i, w) in c.iter().enumerate() {
+                ram.write_u32(next + 4 * i as u64, *w).unwrap();
+            }
+            let stream = (QueueId::compute(q % 7, q / 7).unwrap(), next, c.len() as u32);
+            next += (c.len() as u64 * 4).next_multiple_of(256);
+            stream
+        })
+        .collect();
+    (ram, streams)
+}
+
+fn parallel_queues(c: &mut Criterion) {
+    let mut group = c.benchmark_group("parallel_compute_8_queues");
+    let (ram, streams) = dispatch_heavy_setup();
+    for workers in [1usize, 2] {
+        let config = GpuConfig { workers, ..GpuConfig::default() };
+        let gpu = Gpu::threaded(Arc::clone(&ram), NullBackend, config).unwrap();
+        group.bench_function(format!("{workers}_workers"), |b| {
+            b.iter(|| {
+                let handles: Vec<_> = streams.iter().map(|&(q, a, n)| gpu.submit(q, a, n).unwrap()).collect();
+                for h in &handles {
+                    assert_eq!(h.wait().unwrap().dispatches, 4000);
+                }
+            })
+        });
+    }
+    group.finish();
+}
+
+/// From the CPU's notification to the waiting submission's completion: a
+/// queue waits on a label, the CPU writes it directly and notifies.
+fn notify_to_resume(c: &mut Criterion) {
+    let mut group = c.benchmark_group("notify_to_resumed_wait");
+    let ram = Arc::new(FlatMemory::new(0, 4 << 20).unwrap());
+    let mut cmd = Vec::new();
+    wait_eq(&mut cmd, DATA, 1);
+    write_data(&mut cmd, DATA, 0);
+    for (i, w) in cmd.iter().enumerate() {
+        ram.write_u32(CMD + 4 * i as u64, *w).unwrap();
+    }
+    let queue = QueueId::compute(0, 0).unwrap();
+    let gpu = Gpu::threaded(Arc::clone(&ram), NullBackend, GpuConfig::default()).unwrap();
+    // `parked`: the workers have gone to sleep before the write.
+    for (name, pause) in [("spinning_worker", Duration::ZERO), ("parked_worker", Duration::from_millis(1))] {
+        let one = |pause: Duration| {
+            let h = gpu.submit(queue, CMD, cmd.len() as u32).unwrap();
+            assert!(matches!(gpu.run_until_stalled().unwrap(), RunStatus::Stalled(_)));
+            std::thread::sleep(pause);
+            let start = Instant::now();
+            ram.write_u32(DATA, 1).unwrap();
+            gpu.notify_host_write(DATA, 4).unwrap();
+            h.wait().unwrap();
+            start.elapsed()
+        };
+        let mut samples: Vec<Duration> = (0..400).map(|_| one(pause)).collect();
+        samples.sort();
+        println!("notify_to_resumed_wait/{name}: median {:?} over {} runs", samples[samples.len() / 2], samples.len());
+        group.bench_function(name, |b| b.iter_custom(|iters| (0..iters).map(|_| one(pause)).sum()));
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20).warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(2));
-    targets = suspend_resume, schedule_57_queues
+    targets = suspend_resume, schedule_57_queues, parallel_queues, notify_to_resume
 }
 criterion_main!(benches);

@@ -5,7 +5,7 @@
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use pm4core::backend::{NullBackend, QueueId};
-use pm4core::memory::SparseMemory;
+use pm4core::memory::{FlatMemory, GuestMemory, SparseMemory};
 use pm4core::packet::{Header, Opcode};
 use pm4core::processor::{Env, ProcessStatus, Processor};
 use pm4core::regs::gfx103 as r;
@@ -86,6 +86,18 @@ fn bench_streams(c: &mut Criterion) {
             b.iter(|| {
                 processor.submit(0x10_0000, size).unwrap();
                 let mut env = Env { memory: &mut memory, backend: &mut NullBackend, shaders: &mut shaders };
+                assert_eq!(processor.process(&mut env), Ok(ProcessStatus::Completed));
+            })
+        });
+        // The same stream in an emulator's shared flat memory (atomic words).
+        let flat = FlatMemory::new(0x10_0000, 0x20_0000).unwrap();
+        for (i, w) in words.iter().enumerate() {
+            flat.write_u32(0x10_0000 + 4 * i as u64, *w).unwrap();
+        }
+        group.bench_function(format!("{name}/process_flat_memory"), |b| {
+            b.iter(|| {
+                processor.submit(0x10_0000, size).unwrap();
+                let mut env = Env { memory: &flat, backend: &mut NullBackend, shaders: &shaders };
                 assert_eq!(processor.process(&mut env), Ok(ProcessStatus::Completed));
             })
         });

@@ -274,6 +274,7 @@ pub fn read_file(path: &Path, max_bytes: u64) -> Result<Arc<[u8]>, InputError> {
 }
 
 /// Where a bounded collector's records go.
+#[cfg(feature = "replay")]
 pub(crate) enum RecordOut {
     /// Kept as lines (the event log of [`crate::replay::ReplayOutcome::log`]).
     Lines(Vec<String>),
@@ -286,6 +287,7 @@ pub(crate) enum RecordOut {
 /// A collector that takes at most `max` records, then one final
 /// "truncated" record, and nothing after it; records go to memory or
 /// straight to a writer (the first write error is kept and ends the output).
+#[cfg(feature = "replay")]
 pub(crate) struct Records {
     out: RecordOut,
     count: u64,
@@ -294,6 +296,7 @@ pub(crate) struct Records {
     error: Option<std::io::Error>,
 }
 
+#[cfg(feature = "replay")]
 impl Records {
     pub(crate) fn new(out: RecordOut, max: u64) -> Self {
         Records { out, count: 0, max, full: false, error: None }

@@ -97,3 +97,290 @@ fn flat_memory_behind_an_arc_serves_the_processor_and_the_cpu() {
     assert_eq!(cpu.read_u32(0x8000).unwrap(), 15);
     assert_eq!(cpu.read_u32(0x8008).unwrap(), 0x77);
 }
+
+// ------------------------------------------------------------ the Gpu, embedded
+
+use pm4core::backend::{Fence, NullBackend};
+use pm4core::gpu::{Gpu, GpuConfig, GpuError, RunStatus};
+
+/// WAIT_REG_MEM on memory: until `*address == value`.
+fn wait_eq(out: &mut Vec<u32>, address: u64, value: u32) {
+    pkt3(out, Opcode::WAIT_REG_MEM, &[3 | (1 << 4), address as u32, (address >> 32) as u32, value, !0, 4]);
+}
+
+/// WAIT_REG_MEM on memory: until `*address >= value`.
+fn wait_ge(out: &mut Vec<u32>, address: u64, value: u32) {
+    pkt3(out, Opcode::WAIT_REG_MEM, &[5 | (1 << 4), address as u32, (address >> 32) as u32, value, !0, 4]);
+}
+
+/// RELEASE_MEM BOTTOM_OF_PIPE_TS, interrupt after write confirm, 32-bit data.
+fn release(out: &mut Vec<u32>, address: u64, data: u32) {
+    pkt3(out, Opcode::RELEASE_MEM, &[0x28 | (5 << 8), (2 << 24) | (1 << 29), address as u32, 0, data, 0, 0]);
+}
+
+fn write_data(out: &mut Vec<u32>, address: u64, value: u32) {
+    pkt3(out, Opcode::WRITE_DATA, &[(5 << 8) | (1 << 20), address as u32, (address >> 32) as u32, value]);
+}
+
+/// An emulator's RAM with command buffers placed from `CMD` on.
+struct Ram {
+    ram: Arc<FlatMemory>,
+    next: u64,
+}
+
+const LABELS: u64 = 0x8_0000;
+
+impl Ram {
+    fn new() -> Self {
+        Self { ram: Arc::new(FlatMemory::new(0, 4 << 20).unwrap()), next: CMD }
+    }
+
+    fn buffer(&mut self, words: &[u32]) -> (u64, u32) {
+        let at = self.next;
+        for (i, w) in words.iter().enumerate() {
+            self.ram.write_u32(at + 4 * i as u64, *w).unwrap();
+        }
+        self.next += (words.len() as u64 * 4).next_multiple_of(256);
+        (at, words.len() as u32)
+    }
+}
+
+fn comp(pipe: u32, queue: u32) -> QueueId {
+    QueueId::compute(pipe, queue).unwrap()
+}
+
+#[test]
+fn notify_host_write_wakes_exactly_the_overlapping_waiters() {
+    for threaded in [false, true] {
+        let mut ram = Ram::new();
+        let bufs: Vec<_> = (0..4u64)
+            .map(|i| {
+                let mut c = Vec::new();
+                wait_eq(&mut c, LABELS + 8 * i, 1);
+                write_data(&mut c, LABELS + 0x100 + 4 * i, 7);
+                ram.buffer(&c)
+            })
+            .collect();
+        let config = GpuConfig { workers: 2, ..GpuConfig::default() };
+        let gpu = if threaded {
+            Gpu::threaded(Arc::clone(&ram.ram), NullBackend, config).unwrap()
+        } else {
+            Gpu::deterministic(Arc::clone(&ram.ram), NullBackend, config)
+        };
+        let handles: Vec<_> =
+            bufs.iter().enumerate().map(|(i, b)| gpu.submit(comp(i as u32, 0), b.0, b.1).unwrap()).collect();
+        assert!(matches!(gpu.run_until_stalled().unwrap(), RunStatus::Stalled(r) if r.queues.len() == 4));
+        // The CPU writes two labels directly; nothing is woken before the notification.
+        ram.ram.write_u32(LABELS + 8, 1).unwrap();
+        ram.ram.write_u32(LABELS + 24, 1).unwrap();
+        // A range touching neither label wakes nobody; one covering label 1 wakes queue 1 only.
+        assert_eq!(gpu.notify_host_write(LABELS + 12, 4).unwrap(), 0);
+        assert_eq!(gpu.notify_host_write(LABELS + 6, 4).unwrap(), 1);
+        assert_eq!(gpu.notify_host_write(LABELS + 24, 4).unwrap(), 1);
+        let RunStatus::Stalled(report) = gpu.run_until_stalled().unwrap() else { panic!("still stalled") };
+        assert_eq!(report.queues.iter().map(|q| q.queue).collect::<Vec<_>>(), [comp(0, 0), comp(2, 0)]);
+        assert!(handles[1].wait().is_ok() && handles[3].wait().is_ok());
+        assert_eq!(ram.ram.read_u32(LABELS + 0x104).unwrap(), 7);
+        assert_eq!(ram.ram.read_u32(LABELS + 0x100).unwrap(), 0);
+        assert_eq!(gpu.stats().host_notifications, 3);
+        assert_eq!(gpu.stats().wakes, 2);
+    }
+}
+
+#[test]
+fn notifications_of_unmapped_or_wrapping_ranges_are_errors() {
+    let ram = Ram::new();
+    let gpu = Gpu::threaded(Arc::clone(&ram.ram), NullBackend, GpuConfig::default()).unwrap();
+    let unmapped = gpu.notify_host_write(4 << 20, 4).unwrap_err();
+    assert!(matches!(unmapped, GpuError::HostWrite { address: 0x40_0000, len: 4, .. }), "{unmapped}");
+    assert!(matches!(gpu.notify_host_write(u64::MAX - 2, 8), Err(GpuError::HostWrite { .. })));
+    assert!(matches!(gpu.notify_host_write(1 << 48, 0), Err(GpuError::HostWrite { .. })));
+    assert_eq!(gpu.stats().host_notifications, 0);
+}
+
+/// A compute container at `header` keyed by CS_CODE, and a buffer that
+/// dispatches it; the backend records the header address it saw.
+fn shader_setup(ram: &mut Ram) -> ((u64, u32), Vec<u8>) {
+    let container = AgcBuilder::new(ShaderType::Compute).build();
+    ram.ram.write_bytes(HEADER_A, &container).unwrap();
+    let mut c = Vec::new();
+    pkt3(&mut c, Opcode::SET_SH_REG, &[r::COMPUTE_PGM_LO - 0x2C00, (CS_CODE >> 8) as u32, 0]);
+    dispatch(&mut c);
+    (ram.buffer(&c), container)
+}
+
+#[derive(Default)]
+struct SharedPrograms(Arc<parking_lot::Mutex<Vec<Option<u64>>>>);
+
+impl Backend for SharedPrograms {
+    fn dispatch(&mut self, d: &Dispatch<'_>) {
+        self.0.lock().push(d.program.container.as_ref().map(|c| c.header_address()));
+    }
+}
+
+#[test]
+fn every_host_write_path_drops_the_decoded_container() {
+    // A host rewrite of the header that breaks it (bad magic): the next
+    // dispatch must decode it again and find no container.
+    for path in ["write_memory", "with_memory", "notify_host_write"] {
+        let mut ram = Ram::new();
+        let (buf, _) = shader_setup(&mut ram);
+        let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let gpu = Gpu::threaded(Arc::clone(&ram.ram), SharedPrograms(Arc::clone(&seen)), GpuConfig::default()).unwrap();
+        gpu.with_shared(|m, _, s| s.create(m, HEADER_A, CS_CODE, false).map(drop)).unwrap();
+        gpu.submit(QueueId::GRAPHICS, buf.0, buf.1).unwrap().wait().unwrap();
+        let bad_magic = 0xDEAD_BEEFu32.to_le_bytes();
+        match path {
+            "write_memory" => drop(gpu.write_memory(HEADER_A, &bad_magic).unwrap()),
+            "with_memory" => gpu.with_memory(|m| m.write_bytes(HEADER_A, &bad_magic).unwrap()),
+            _ => {
+                ram.ram.write_bytes(HEADER_A, &bad_magic).unwrap();
+                gpu.notify_host_write(HEADER_A, 4).unwrap();
+            }
+        }
+        gpu.submit(QueueId::GRAPHICS, buf.0, buf.1).unwrap().wait().unwrap();
+        assert_eq!(*seen.lock(), [Some(HEADER_A), None], "{path}");
+    }
+}
+
+/// Panics on its first dispatch.
+struct Exploding;
+
+impl Backend for Exploding {
+    fn dispatch(&mut self, _: &Dispatch<'_>) {
+        panic!("backend exploded");
+    }
+}
+
+#[test]
+fn a_panicking_backend_fails_its_submission_and_the_queue_goes_on() {
+    let mut ram = Ram::new();
+    let mut bad = Vec::new();
+    dispatch(&mut bad);
+    let bad = ram.buffer(&bad);
+    let mut good = Vec::new();
+    write_data(&mut good, LABELS, 5);
+    let good = ram.buffer(&good);
+    for threaded in [false, true] {
+        let gpu = if threaded {
+            Gpu::threaded(Arc::clone(&ram.ram), Exploding, GpuConfig::default()).unwrap()
+        } else {
+            Gpu::deterministic(Arc::clone(&ram.ram), Exploding, GpuConfig::default())
+        };
+        let h1 = gpu.submit(comp(1, 1), bad.0, bad.1).unwrap();
+        let h2 = gpu.submit(comp(1, 1), good.0, good.1).unwrap();
+        gpu.run_until_idle().unwrap();
+        match h1.wait() {
+            Err(GpuError::BackendPanicked { queue, message, .. }) => {
+                assert_eq!(queue, comp(1, 1));
+                assert_eq!(message, "backend exploded");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(h2.wait().is_ok());
+        assert_eq!(ram.ram.read_u32(LABELS).unwrap(), 5);
+        ram.ram.write_u32(LABELS, 0).unwrap();
+        assert_eq!(gpu.stats().failed, 1);
+    }
+}
+
+#[test]
+fn dropping_the_gpu_answers_threads_blocked_in_wait() {
+    let mut ram = Ram::new();
+    let mut c = Vec::new();
+    wait_eq(&mut c, LABELS, 1);
+    let c = ram.buffer(&c);
+    let gpu = Gpu::threaded(Arc::clone(&ram.ram), NullBackend, GpuConfig::default()).unwrap();
+    let handles: Vec<_> = (0..3).map(|q| gpu.submit(comp(q, 2), c.0, c.1).unwrap()).collect();
+    let queued = gpu.submit(comp(0, 2), c.0, c.1).unwrap();
+    assert!(matches!(gpu.run_until_stalled().unwrap(), RunStatus::Stalled(_)));
+    std::thread::scope(|s| {
+        let waiters: Vec<_> = handles.iter().chain([&queued]).map(|h| s.spawn(move || h.wait())).collect();
+        drop(gpu);
+        for w in waiters {
+            assert_eq!(w.join().unwrap(), Err(GpuError::ShutDown));
+        }
+    });
+}
+
+/// Counts fences per queue (releases that retired).
+#[derive(Default)]
+struct FenceCount(Arc<parking_lot::Mutex<Vec<Fence>>>);
+
+impl Backend for FenceCount {
+    fn fence(&mut self, f: &Fence) {
+        self.0.lock().push(*f);
+    }
+}
+
+#[test]
+fn stress_threads_submit_and_cpu_write_labels_concurrently() {
+    // Four submitting threads, one per queue pair; each round a producer
+    // queue waits for a CPU label, then writes a label its consumer queue
+    // waits for; a CPU thread writes the labels directly and notifies.
+    const THREADS: u64 = 4;
+    const ROUNDS: u64 = 60;
+    let ram = Arc::new(FlatMemory::new(0, 8 << 20).unwrap());
+    let cmd_base = |t: u64, r: u64| 0x10_0000 + (t * ROUNDS + r) * 0x200;
+    let cpu_label = |t: u64| LABELS + t * 0x40;
+    let gpu_label = |t: u64| LABELS + t * 0x40 + 8;
+    let out = |t: u64| LABELS + t * 0x40 + 16;
+    for t in 0..THREADS {
+        for r in 0..ROUNDS {
+            let round = r as u32 + 1;
+            let mut producer = Vec::new();
+            wait_ge(&mut producer, cpu_label(t), round);
+            write_data(&mut producer, gpu_label(t), round);
+            let mut consumer = Vec::new();
+            wait_ge(&mut consumer, gpu_label(t), round);
+            write_data(&mut consumer, out(t), round);
+            release(&mut consumer, out(t) + 4, round);
+            for (i, w) in producer.iter().chain(consumer.iter()).enumerate() {
+                ram.write_u32(cmd_base(t, r) + 4 * i as u64, *w).unwrap();
+            }
+        }
+    }
+    let fences = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let config = GpuConfig { workers: 2, slice_packets: 4, ..GpuConfig::default() };
+    let gpu = Gpu::threaded(Arc::clone(&ram), FenceCount(Arc::clone(&fences)), config).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let (gpu, ram) = (&gpu, &ram);
+            s.spawn(move || {
+                let producer_q = if t == 0 { QueueId::GRAPHICS } else { comp(t as u32, 0) };
+                let consumer_q = comp(t as u32, 1);
+                let mut handles = Vec::new();
+                for r in 0..ROUNDS {
+                    let base = cmd_base(t, r);
+                    handles.push(gpu.submit(producer_q, base, 12).unwrap());
+                    handles.push(gpu.submit(consumer_q, base + 48, 20).unwrap());
+                }
+                for h in handles {
+                    let report = h.wait().unwrap();
+                    assert!(report.packets >= 2);
+                }
+                let _ = ram;
+            });
+        }
+        // The CPU: advances every thread's label round by round, directly.
+        s.spawn(|| {
+            for r in 1..=ROUNDS as u32 {
+                for t in 0..THREADS {
+                    ram.write_u32(cpu_label(t), r).unwrap();
+                    gpu.notify_host_write(cpu_label(t), 4).unwrap();
+                }
+                std::thread::yield_now();
+            }
+        });
+    });
+    assert!(matches!(gpu.run_until_stalled().unwrap(), RunStatus::Idle));
+    for t in 0..THREADS {
+        assert_eq!(ram.read_u32(cpu_label(t)).unwrap(), ROUNDS as u32);
+        assert_eq!(ram.read_u32(gpu_label(t)).unwrap(), ROUNDS as u32);
+        assert_eq!(ram.read_u32(out(t)).unwrap(), ROUNDS as u32);
+    }
+    let stats = gpu.stats();
+    assert_eq!(stats.submissions, THREADS * ROUNDS * 2);
+    assert_eq!(stats.completed, THREADS * ROUNDS * 2);
+    assert_eq!(fences.lock().len() as u64, THREADS * ROUNDS);
+}

@@ -57,18 +57,22 @@ impl<'a> Bytes<'a> {
         sub(self.bytes, offset, len).ok_or_else(|| self.truncated(what, offset, len))
     }
 
+    #[cfg_attr(not(feature = "legacy-shaders"), allow(dead_code))]
     pub(crate) fn u8(&self, what: &'static str, offset: u64) -> Result<u8, ShaderError> {
         u8_at(self.bytes, offset).ok_or_else(|| self.truncated(what, offset, 1))
     }
 
+    #[cfg_attr(not(feature = "legacy-shaders"), allow(dead_code))]
     pub(crate) fn u16(&self, what: &'static str, offset: u64) -> Result<u16, ShaderError> {
         u16_at(self.bytes, offset).ok_or_else(|| self.truncated(what, offset, 2))
     }
 
+    #[cfg_attr(not(feature = "legacy-shaders"), allow(dead_code))]
     pub(crate) fn u32(&self, what: &'static str, offset: u64) -> Result<u32, ShaderError> {
         u32_at(self.bytes, offset).ok_or_else(|| self.truncated(what, offset, 4))
     }
 
+    #[cfg_attr(not(feature = "legacy-shaders"), allow(dead_code))]
     pub(crate) fn u64(&self, what: &'static str, offset: u64) -> Result<u64, ShaderError> {
         u64_at(self.bytes, offset).ok_or_else(|| self.truncated(what, offset, 8))
     }
@@ -77,6 +81,7 @@ impl<'a> Bytes<'a> {
 /// Rounds `value` up to a multiple of `align` (a power of two), or `None` on
 /// overflow.
 #[inline]
+#[cfg_attr(not(feature = "legacy-shaders"), allow(dead_code))]
 pub(crate) fn align_up(value: u64, align: u64) -> Option<u64> {
     let mask = align.checked_sub(1)?;
     Some(value.checked_add(mask)? & !mask)

@@ -20,9 +20,12 @@
 pub mod agc;
 pub mod builder;
 mod bytes;
+#[cfg(feature = "legacy-shaders")]
 pub mod dvlb;
 mod error;
+#[cfg(feature = "legacy-shaders")]
 pub mod gnm;
+#[cfg(feature = "legacy-shaders")]
 pub mod inspect;
 pub mod registry;
 
