@@ -174,6 +174,17 @@ impl Ctx<'_> {
         write_register(self.state, register, value);
     }
 
+    /// [`Self::write_register`] for a register named at compile time: one
+    /// without an action is stored with no table lookup.
+    #[inline]
+    pub fn write_named_register<const REGISTER: u32>(&mut self, value: u32) {
+        if const { tables::has_action(REGISTER) } {
+            write_register(self.state, REGISTER, value);
+        } else if !self.state.regs.set(REGISTER, value) {
+            outside_register_file(self.state, REGISTER);
+        }
+    }
+
     /// The next timestamp: the backend's clock or the deterministic one.
     pub fn gpu_clock(&mut self) -> u64 {
         match self.backend.gpu_clock() {
@@ -186,12 +197,18 @@ impl Ctx<'_> {
     }
 }
 
+#[cold]
+#[inline(never)]
+fn outside_register_file(state: &ProcessorState, register: u32) {
+    tracing::warn!(queue = %state.queue, "register write to {register:#x} is outside the register file");
+}
+
 /// Stores a register value and applies the register's action.
 /// Indices past the register file are dropped (and logged).
 #[inline]
 pub(crate) fn write_register(state: &mut ProcessorState, register: u32, value: u32) {
     if !state.regs.set(register, value) {
-        tracing::warn!(queue = %state.queue, "register write to {register:#x} is outside the register file");
+        outside_register_file(state, register);
         return;
     }
     match tables::register_action(register) {

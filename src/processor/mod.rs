@@ -504,12 +504,50 @@ impl Processor {
     }
 }
 
-/// The ProcessPm4 loop over one stream.
-///
-/// The outer loop picks the current buffer off the IB stack; the inner loop
-/// walks packets of that buffer with the cursor offset in a local, writing it
-/// back before any handler runs (handlers see an up-to-date IB stack) and
-/// leaving for the outer loop whenever a handler changed the stack.
+/// What the loop counts per packet, kept in locals while packets run and
+/// added to [`ProcessorStats`] when the stream stops (handlers never read
+/// these counters).
+struct Tally<'a> {
+    packets: u64,
+    dwords: u64,
+    type0: u64,
+    type2: u64,
+    /// `ProcessorStats::by_opcode`, taken out of the stats for the run.
+    by_opcode: &'a mut [u64; 256],
+    /// Whether the backend gets a call per packet.
+    report: bool,
+}
+
+impl Tally<'_> {
+    /// Counts a type-3 packet of `length` dwords.
+    #[inline(always)]
+    fn type3(&mut self, header: Header, length: u32) {
+        self.packets += 1;
+        self.dwords += u64::from(length);
+        self.by_opcode[usize::from(header.opcode().0)] += 1;
+    }
+
+    /// Counts a packet of any type.
+    #[inline]
+    fn any(&mut self, header: Header, length: u32) {
+        match header.packet_type() {
+            PacketType::Type3 => self.type3(header, length),
+            PacketType::Type2 => {
+                self.packets += 1;
+                self.dwords += u64::from(length);
+                self.type2 += 1;
+            }
+            PacketType::Type0 | PacketType::Type1 => {
+                self.packets += 1;
+                self.dwords += u64::from(length);
+                self.type0 += 1;
+            }
+        }
+    }
+}
+
+/// The ProcessPm4 loop over one stream, with the packet counters kept in
+/// locals for the run (see [`Tally`]).
 fn run_stream(
     engine: Engine,
     exec: &mut Pm4Execution,
@@ -518,7 +556,43 @@ fn run_stream(
     env: &mut Env<'_>,
     budget: &mut u64,
 ) -> Result<StreamStatus, Pm4Error> {
+    let mut by_opcode = std::mem::take(&mut state.stats.by_opcode);
+    by_opcode.resize(256, 0);
+    let result = match <&mut [u64; 256]>::try_from(by_opcode.as_mut_slice()) {
+        Ok(counts) => {
+            let report = state.config.report_packets;
+            let mut tally = Tally { packets: 0, dwords: 0, type0: 0, type2: 0, by_opcode: counts, report };
+            let result = run_packets(engine, exec, window, state, env, budget, &mut tally);
+            let stats = &mut state.stats;
+            stats.packets += tally.packets;
+            stats.dwords += tally.dwords;
+            stats.type0 += tally.type0;
+            stats.type2 += tally.type2;
+            result
+        }
+        Err(_) => Ok(StreamStatus::Completed),
+    };
+    state.stats.by_opcode = by_opcode;
+    result
+}
+
+/// The packets of one stream.
+///
+/// The outer loop picks the current buffer off the IB stack; the inner loop
+/// walks packets of that buffer with the cursor offset in a local, writing it
+/// back before any handler runs (handlers see an up-to-date IB stack) and
+/// leaving for the outer loop whenever a handler changed the stack.
+fn run_packets(
+    engine: Engine,
+    exec: &mut Pm4Execution,
+    window: &mut PrefetchWindow,
+    state: &mut ProcessorState,
+    env: &mut Env<'_>,
+    budget: &mut u64,
+    tally: &mut Tally<'_>,
+) -> Result<StreamStatus, Pm4Error> {
     exec.suspended = None;
+    let work_budget = state.config.work_budget;
     loop {
         if !exec.pop_finished() {
             exec.reset();
@@ -533,6 +607,22 @@ fn run_stream(
 
         // Packets of this buffer.
         while offset < size {
+            // Register writers and one-dword pads, straight from the window
+            // (see `register_run`); anything else, and whatever the window
+            // does not hold, goes the general way below.
+            if exec.skip_dw == 0 && !tally.report {
+                let limit = (*budget).min(work_budget.saturating_sub(exec.packets));
+                let address = buffer.wrapping_add(u64::from(offset) * 4);
+                let held = window.held_from(address);
+                let held = held.get(..(size - offset) as usize).unwrap_or(held);
+                let (packets, dwords) = register_run(held, limit, exec.predication.skip, state, tally);
+                if packets > 0 {
+                    offset += dwords;
+                    exec.packets += packets;
+                    *budget -= packets;
+                    continue;
+                }
+            }
             if *budget == 0 {
                 set_offset(exec, depth, offset);
                 return Ok(StreamStatus::Yielded);
@@ -550,54 +640,31 @@ fn run_stream(
                     return Err(Pm4Error::from_frame(FrameError { location, kind: FrameErrorKind::Unreadable(source) }))
                 }
             };
-            let header = Header(window.slice(start, 1).first().copied().unwrap_or(0));
+            let header = Header(window.word(start));
             let length = match reader::frame_length(header, remaining) {
                 Ok(length) => length,
                 Err(kind) => return Err(Pm4Error::from_frame(FrameError { location, kind })),
             };
 
             exec.packets += 1;
-            if exec.packets > state.config.work_budget {
-                return Err(Pm4Error::WorkBudgetExhausted { location, budget: state.config.work_budget });
+            if exec.packets > work_budget {
+                return Err(Pm4Error::WorkBudgetExhausted { location, budget: work_budget });
             }
             *budget -= 1;
 
-            // COND_EXEC / PRED_EXEC skips: whole packets while they fit.
-            if exec.skip_dw > 0 {
-                let n = length.min(exec.skip_dw);
-                exec.skip_dw -= n;
-                offset += n;
-                count_packet(state, env, header, n, buffer, size, packet_offset);
-                state.stats.skipped += 1;
+            // Anything but an unpredicated (or not skipped) type-3 packet
+            // outside a COND_EXEC skip: the rare cases, out of line.
+            if header.0 < 0xC000_0000 || exec.skip_dw > 0 || (header.predicate() && exec.predication.skip) {
+                offset += skip_or_type0(exec, window, state, env, header, length, location, tally)?;
                 continue;
             }
-
-            match header.packet_type() {
-                PacketType::Type3 => {}
-                PacketType::Type2 => {
-                    offset += 1;
-                    count_packet(state, env, header, 1, buffer, size, packet_offset);
-                    continue;
+            // The one-dword NOP pad has nothing to run.
+            if length == 1 && header.opcode() == Opcode::NOP {
+                offset += 1;
+                tally.type3(header, 1);
+                if tally.report {
+                    report_packet(state, env, header, location);
                 }
-                PacketType::Type0 | PacketType::Type1 => {
-                    let start = window
-                        .ensure(env.memory, address, length, remaining)
-                        .map_err(|source| Pm4Error::Memory { location, opcode: Opcode::NOP, source })?;
-                    let base = header.type0_base();
-                    for (i, value) in window.slice(start, length).iter().skip(1).enumerate() {
-                        context::write_register(state, base.wrapping_add(i as u32), *value);
-                    }
-                    tracing::debug!(queue = %state.queue, %location, "type-0 packet writes registers from {base:#x}");
-                    offset += length;
-                    count_packet(state, env, header, length, buffer, size, packet_offset);
-                    continue;
-                }
-            }
-
-            if header.predicate() && exec.predication.skip {
-                offset += length;
-                count_packet(state, env, header, length, buffer, size, packet_offset);
-                state.stats.skipped += 1;
                 continue;
             }
 
@@ -631,7 +698,10 @@ fn run_stream(
                         }
                     }
                     offset += length;
-                    count_packet(state, env, header, length, buffer, size, packet_offset);
+                    tally.type3(header, length);
+                    if tally.report {
+                        report_packet(state, env, header, location);
+                    }
                     continue;
                 }
             };
@@ -670,16 +740,24 @@ fn run_stream(
                 window.invalidate();
             }
             match flow {
-                Flow::Continue => count_packet(state, env, header, length, buffer, size, packet_offset),
+                Flow::Continue => {
+                    tally.type3(header, length);
+                    if tally.report {
+                        report_packet(state, env, header, location);
+                    }
+                }
                 Flow::RunConstantEngine => {
-                    count_packet(state, env, header, length, buffer, size, packet_offset);
+                    tally.type3(header, length);
+                    if tally.report {
+                        report_packet(state, env, header, location);
+                    }
                     return Ok(StreamStatus::RunConstantEngine);
                 }
                 Flow::Suspend(reason) => {
                     // Re-executed on resume: put the cursor back on the packet,
                     // and do not charge the work budget for the attempt (a
                     // long wait must not end in WorkBudgetExhausted).
-                    set_offset(exec, depth, offset);
+                    set_offset(exec, depth, packet_offset);
                     exec.packets = exec.packets.saturating_sub(1);
                     exec.suspended = Some(reason);
                     state.stats.waits += 1;
@@ -701,38 +779,144 @@ fn run_stream(
     }
 }
 
+/// The loop's fast path: from the start of `words` (the buffer's dwords the
+/// prefetch window holds, from the cursor on), runs packets while they are
+/// plain register writers (stored with their register actions, as the
+/// general path stores them) or one-dword NOP pads, at most `limit` of
+/// them. Stops before anything else: another opcode, a type-0/1/2 header, a
+/// predicated packet while predication skips, a packet the window does not
+/// hold whole. Returns the packets run and the dwords they took.
 #[inline]
-fn set_offset(exec: &mut Pm4Execution, depth: usize, offset: u32) {
-    if let Some(c) = exec.at_mut(depth) {
-        c.offset_dw = offset;
+fn register_run(
+    words: &[u32],
+    limit: u64,
+    predication_skips: bool,
+    state: &mut ProcessorState,
+    tally: &mut Tally<'_>,
+) -> (u64, u32) {
+    let mut at = 0usize;
+    let mut packets = 0u64;
+    while packets < limit {
+        let Some(&header) = words.get(at) else { break };
+        if header < 0xC000_0000 || (header & 1 != 0 && predication_skips) {
+            break;
+        }
+        let opcode = (header >> 8) & 0xFF;
+        // The reader's framing rule, against the dwords held: a packet
+        // they do not hold whole goes the general way.
+        let held = (words.len() - at) as u32;
+        let Ok(length) = reader::frame_length(Header(header), held) else { break };
+        let length = length as usize;
+        if length == 1 {
+            if opcode != u32::from(Opcode::NOP.0) {
+                break;
+            }
+            tally.by_opcode[opcode as usize] += 1;
+            at += 1;
+            packets += 1;
+            continue;
+        }
+        let space = tables::REGISTER_RUNS[opcode as usize];
+        if space.size == 0 {
+            break;
+        }
+        let Some((first, values)) = words.get(at + 1..at + length).and_then(|body| body.split_first()) else {
+            break;
+        };
+        let offset = first & 0xFFFF;
+        if !handlers::registers::write_run_in_page(state, space.base, space.size, offset, values) {
+            handlers::registers::write_run(state, space.base, space.size, offset, values);
+        }
+        tally.by_opcode[opcode as usize] += 1;
+        at += length;
+        packets += 1;
     }
+    tally.packets += packets;
+    tally.dwords += at as u64;
+    (packets, at as u32)
 }
 
-#[inline]
-fn count_packet(
+/// A packet consumed by its length without a handler: the rest of a
+/// COND_EXEC/PRED_EXEC skip, a type-2 filler, a type-0 register run, or a
+/// predicated packet while predication says "skip". Returns the dwords
+/// consumed.
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn skip_or_type0(
+    exec: &mut Pm4Execution,
+    window: &mut PrefetchWindow,
     state: &mut ProcessorState,
     env: &mut Env<'_>,
     header: Header,
     length: u32,
-    buffer: u64,
-    buffer_size_dw: u32,
-    offset_dw: u32,
-) {
-    if state.config.report_packets {
-        let location = PacketLocation { buffer, buffer_size_dw, offset_dw };
-        env.backend.packet(state.queue, header, &location);
+    location: PacketLocation,
+    tally: &mut Tally<'_>,
+) -> Result<u32, Pm4Error> {
+    let consumed = skip_or_type0_run(exec, window, state, env, header, length, location, tally)?;
+    if tally.report {
+        report_packet(state, env, header, location);
     }
-    let stats = &mut state.stats;
-    stats.packets += 1;
-    stats.dwords += u64::from(length);
+    Ok(consumed)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn skip_or_type0_run(
+    exec: &mut Pm4Execution,
+    window: &mut PrefetchWindow,
+    state: &mut ProcessorState,
+    env: &mut Env<'_>,
+    header: Header,
+    length: u32,
+    location: PacketLocation,
+    tally: &mut Tally<'_>,
+) -> Result<u32, Pm4Error> {
+    // COND_EXEC / PRED_EXEC skips: whole packets while they fit.
+    if exec.skip_dw > 0 {
+        let n = length.min(exec.skip_dw);
+        exec.skip_dw -= n;
+        tally.any(header, n);
+        state.stats.skipped += 1;
+        return Ok(n);
+    }
     match header.packet_type() {
         PacketType::Type3 => {
-            if let Some(slot) = stats.by_opcode.get_mut(header.opcode().0 as usize) {
-                *slot += 1;
-            }
+            // Predicated while predication says "skip".
+            tally.type3(header, length);
+            state.stats.skipped += 1;
+            Ok(length)
         }
-        PacketType::Type2 => stats.type2 += 1,
-        PacketType::Type0 | PacketType::Type1 => stats.type0 += 1,
+        PacketType::Type2 => {
+            tally.any(header, 1);
+            Ok(1)
+        }
+        PacketType::Type0 | PacketType::Type1 => {
+            let remaining = location.buffer_size_dw - location.offset_dw;
+            let start = window
+                .ensure(env.memory, location.address(), length, remaining)
+                .map_err(|source| Pm4Error::Memory { location, opcode: Opcode::NOP, source })?;
+            let base = header.type0_base();
+            for (i, value) in window.slice(start, length).iter().skip(1).enumerate() {
+                context::write_register(state, base.wrapping_add(i as u32), *value);
+            }
+            tracing::debug!(queue = %state.queue, %location, "type-0 packet writes registers from {base:#x}");
+            tally.any(header, length);
+            Ok(length)
+        }
+    }
+}
+
+/// [`Backend::packet`] for a packet counted (when the configuration asks).
+#[cold]
+#[inline(never)]
+fn report_packet(state: &ProcessorState, env: &mut Env<'_>, header: Header, location: PacketLocation) {
+    env.backend.packet(state.queue, header, &location);
+}
+
+#[inline]
+fn set_offset(exec: &mut Pm4Execution, depth: usize, offset: u32) {
+    if let Some(c) = exec.at_mut(depth) {
+        c.offset_dw = offset;
     }
 }
 

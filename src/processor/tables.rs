@@ -135,6 +135,31 @@ const fn opcode_table() -> [OpcodeEntry; 256] {
     t
 }
 
+/// The register space a plain register writer writes (`size` 0 for every
+/// other opcode): [`OpcodeEntry::SetRegisters`] as a compact table for the
+/// loop's fast path.
+#[derive(Clone, Copy)]
+pub(crate) struct RegisterRun {
+    pub base: u32,
+    pub size: u32,
+}
+
+const fn register_runs() -> [RegisterRun; 256] {
+    let entries = opcode_table();
+    let mut t = [RegisterRun { base: 0, size: 0 }; 256];
+    let mut i = 0;
+    while i < 256 {
+        if let OpcodeEntry::SetRegisters { base, size } = entries[i] {
+            t[i] = RegisterRun { base, size };
+        }
+        i += 1;
+    }
+    t
+}
+
+/// CP opcode → the space its register run writes, for plain register writers.
+pub(crate) static REGISTER_RUNS: [RegisterRun; 256] = register_runs();
+
 /// CP opcode → what executes it.
 pub(crate) static OPCODE_TABLE: [OpcodeEntry; 256] = opcode_table();
 
@@ -228,6 +253,65 @@ pub static CONTEXT_REGISTER_ACTIONS: [RegisterAction; space::CONTEXT_SIZE as usi
 pub static SH_REGISTER_ACTIONS: [RegisterAction; space::SH_SIZE as usize] = sh_table();
 /// Uconfig register (0xC000 + i) → action.
 pub static UCONFIG_REGISTER_ACTIONS: [RegisterAction; space::UCONFIG_SIZE as usize] = uconfig_table();
+
+/// [`RegisterMarks`] bit of a register whose action calls a handler.
+pub(crate) const CALLS_HANDLER: u32 = 1 << 31;
+
+/// A register table's actions as one word each: the [`state_group`] bits
+/// a write marks, or [`CALLS_HANDLER`]. A run of register writes ORs these
+/// words together instead of matching each action.
+type RegisterMarks<const N: usize> = [u32; N];
+
+const fn marks_of<const N: usize>(actions: &[RegisterAction; N]) -> RegisterMarks<N> {
+    let mut marks = [0u32; N];
+    let mut i = 0;
+    while i < N {
+        marks[i] = match actions[i] {
+            RegisterAction::None => 0,
+            RegisterAction::Mark(groups) => groups & !CALLS_HANDLER,
+            RegisterAction::Call(_) => CALLS_HANDLER,
+        };
+        i += 1;
+    }
+    marks
+}
+
+static CONTEXT_REGISTER_MARKS: RegisterMarks<{ space::CONTEXT_SIZE as usize }> = marks_of(&context_table());
+static SH_REGISTER_MARKS: RegisterMarks<{ space::SH_SIZE as usize }> = marks_of(&sh_table());
+static UCONFIG_REGISTER_MARKS: RegisterMarks<{ space::UCONFIG_SIZE as usize }> = marks_of(&uconfig_table());
+
+/// The OR of the action words (see [`CALLS_HANDLER`]) of `count`
+/// consecutive registers from `first` (absolute), clamped to the space
+/// `first` is in; 0 outside the three tables.
+#[inline]
+pub(crate) fn register_run_marks(first: u32, count: usize) -> u32 {
+    let (table, base): (&'static [u32], u32) = match first {
+        0x2C00..=0x2FFF => (&SH_REGISTER_MARKS, space::SH),
+        0xA000..=0xA3FF => (&CONTEXT_REGISTER_MARKS, space::CONTEXT),
+        0xC000..=0xFFFF => (&UCONFIG_REGISTER_MARKS, space::UCONFIG),
+        _ => return 0,
+    };
+    let start = (first - base) as usize;
+    let end = start.saturating_add(count).min(table.len());
+    match table.get(start..end).unwrap_or(&[]) {
+        [] => 0,
+        [one] => *one,
+        [first, second] => first | second,
+        marks => marks.iter().fold(0, |acc, m| acc | m),
+    }
+}
+
+/// True when writing `register` (absolute) does more than store the value:
+/// evaluated at compile time for the registers handlers write by name.
+pub(crate) const fn has_action(register: u32) -> bool {
+    let action = match register {
+        0x2C00..=0x2FFF => sh_table()[(register - space::SH) as usize],
+        0xA000..=0xA3FF => context_table()[(register - space::CONTEXT) as usize],
+        0xC000..=0xFFFF => uconfig_table()[(register - space::UCONFIG) as usize],
+        _ => RegisterAction::None,
+    };
+    !matches!(action, RegisterAction::None)
+}
 
 /// The actions of `count` consecutive registers from `first` (absolute),
 /// clamped to the space `first` is in; empty outside the three tables.

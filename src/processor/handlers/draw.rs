@@ -194,22 +194,22 @@ pub(crate) fn draw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> 
     };
     match body {
         DrawBody::Index2 { max_size, index_base, index_count, initiator } => {
-            ctx.write_register(r::VGT_DMA_MAX_SIZE, max_size);
-            ctx.write_register(r::VGT_DMA_BASE, index_base as u32);
-            ctx.write_register(r::VGT_DMA_BASE_HI, (index_base >> 32) as u32);
-            ctx.write_register(r::VGT_NUM_INDICES, index_count);
-            ctx.write_register(r::VGT_DRAW_INITIATOR, initiator);
+            ctx.write_named_register::<{ r::VGT_DMA_MAX_SIZE }>(max_size);
+            ctx.write_named_register::<{ r::VGT_DMA_BASE }>(index_base as u32);
+            ctx.write_named_register::<{ r::VGT_DMA_BASE_HI }>((index_base >> 32) as u32);
+            ctx.write_named_register::<{ r::VGT_NUM_INDICES }>(index_count);
+            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
             let ib = IndexBuffer { address: index_base, index_type: index_type(ctx), max_indices: max_size };
             emit(ctx, direct(index_count, 0, Some(ib), initiator));
         }
         DrawBody::IndexAuto { index_count, initiator } => {
-            ctx.write_register(r::VGT_NUM_INDICES, index_count);
-            ctx.write_register(r::VGT_DRAW_INITIATOR, initiator);
+            ctx.write_named_register::<{ r::VGT_NUM_INDICES }>(index_count);
+            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
             emit(ctx, direct(index_count, 0, None, initiator));
         }
         DrawBody::IndexOffset2 { max_size, index_offset, index_count, initiator } => {
-            ctx.write_register(r::VGT_NUM_INDICES, index_count);
-            ctx.write_register(r::VGT_DRAW_INITIATOR, initiator);
+            ctx.write_named_register::<{ r::VGT_NUM_INDICES }>(index_count);
+            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
             let t = index_type(ctx);
             let ib = IndexBuffer {
                 address: ctx.state.index_base.wrapping_add(u64::from(index_offset) * index_size(t)) & ADDRESS_MASK,
@@ -228,7 +228,7 @@ pub(crate) fn draw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> 
             initiator,
         } => {
             let args = ctx.state.bases.draw_indirect.wrapping_add(u64::from(data_offset)) & ADDRESS_MASK;
-            ctx.write_register(r::VGT_DRAW_INITIATOR, initiator);
+            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
             let locs = ArgumentLocations {
                 base_vtx: base_vtx_loc,
                 start_indx: start_indx_loc,
@@ -255,7 +255,7 @@ pub(crate) fn draw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> 
         } => {
             let n = if count_indirect { count.min(ctx.read_u32(count_address)?) } else { count };
             let base = ctx.state.bases.draw_indirect.wrapping_add(u64::from(data_offset));
-            ctx.write_register(r::VGT_DRAW_INITIATOR, initiator);
+            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
             let locs = ArgumentLocations {
                 base_vtx: base_vtx_loc,
                 start_indx: start_indx_loc,
@@ -274,7 +274,7 @@ pub(crate) fn draw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> 
             }
         }
         DrawBody::IndexMultiAuto { prim_count, initiator, index_offset, index_count, .. } => {
-            ctx.write_register(r::VGT_DRAW_INITIATOR, initiator);
+            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
             emit(ctx, direct(prim_count.saturating_mul(index_count), index_offset, None, initiator));
         }
     }
@@ -301,29 +301,29 @@ pub(crate) fn set_base(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Err
 pub(crate) fn index_base(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
     let address = ctx.decode::<IndexBase>(p)?.address;
     ctx.state.index_base = address;
-    ctx.write_register(r::VGT_DMA_BASE, address as u32);
-    ctx.write_register(r::VGT_DMA_BASE_HI, (address >> 32) as u32);
+    ctx.write_named_register::<{ r::VGT_DMA_BASE }>(address as u32);
+    ctx.write_named_register::<{ r::VGT_DMA_BASE_HI }>((address >> 32) as u32);
     Ok(Flow::Continue)
 }
 
 pub(crate) fn index_buffer_size(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
     let size = ctx.decode::<IndexBufferSize>(p)?.index_count;
     ctx.state.index_buffer_size = size;
-    ctx.write_register(r::VGT_DMA_SIZE, size);
+    ctx.write_named_register::<{ r::VGT_DMA_SIZE }>(size);
     Ok(Flow::Continue)
 }
 
 /// INDEX_TYPE sets the same "current index type" as a VGT_INDEX_TYPE write.
 pub(crate) fn index_type_packet(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
     let v = ctx.decode::<IndexType>(p)?.index_type;
-    ctx.write_register(r::VGT_DMA_INDEX_TYPE, v);
-    ctx.write_register(r::VGT_INDEX_TYPE, v & 0x4003);
+    ctx.write_named_register::<{ r::VGT_DMA_INDEX_TYPE }>(v);
+    ctx.write_named_register::<{ r::VGT_INDEX_TYPE }>(v & 0x4003);
     Ok(Flow::Continue)
 }
 
 pub(crate) fn num_instances(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
     let v = ctx.decode::<NumInstances>(p)?.instances;
-    ctx.write_register(r::VGT_NUM_INSTANCES, v);
+    ctx.write_named_register::<{ r::VGT_NUM_INSTANCES }>(v);
     Ok(Flow::Continue)
 }
 

@@ -36,36 +36,71 @@ pub(crate) fn write_run(state: &mut ProcessorState, base: u32, size: u32, offset
         values
     };
     let first = base + offset;
-    let actions = tables::register_actions(first, values.len());
-    let mut marks = 0;
-    let mut calls = false;
-    for action in actions {
-        match action {
-            tables::RegisterAction::None => {}
-            tables::RegisterAction::Mark(groups) => marks |= groups,
-            tables::RegisterAction::Call(_) => calls = true,
-        }
-    }
+    let marks = tables::register_run_marks(first, values.len());
     let mut done = 0usize;
     while let Some(rest) = values.get(done..).filter(|r| !r.is_empty()) {
         let slots = state.regs.range_mut(first + done as u32, rest.len() as u32);
         let n = slots.len();
         match rest.get(..n) {
-            Some(chunk) if n > 0 => {
-                for (slot, value) in slots.iter_mut().zip(chunk) {
-                    *slot = *value;
-                }
-            }
+            Some(chunk) if n > 0 => store_run(slots, chunk),
             _ => break,
         }
         done += n;
     }
-    state.dirty |= marks;
-    if calls {
-        for (i, (action, value)) in actions.iter().zip(values).enumerate() {
-            if let tables::RegisterAction::Call(handler) = action {
-                handler(state, first + i as u32, *value);
+    state.dirty |= marks & !tables::CALLS_HANDLER;
+    if marks & tables::CALLS_HANDLER != 0 {
+        run_handlers(state, first, values);
+    }
+}
+
+/// Copies `values` into `slots` (runs are a few registers long: a loop
+/// beats a memcpy call).
+#[inline]
+fn store_run(slots: &mut [u32], values: &[u32]) {
+    match (slots, values) {
+        // One and two registers: most runs, stored without loop set-up.
+        ([slot], [value]) => *slot = *value,
+        ([s0, s1], [v0, v1]) => {
+            *s0 = *v0;
+            *s1 = *v1;
+        }
+        (slots, values) => {
+            for (slot, value) in slots.iter_mut().zip(values) {
+                *slot = *value;
             }
+        }
+    }
+}
+
+/// [`write_run`] for the common case, inlined into the loop's fast path:
+/// the run lies inside its space and inside one allocated register page,
+/// and no register of it calls a handler. Returns false (having written
+/// nothing) in any other case: the caller then calls [`write_run`].
+#[inline(always)]
+pub(crate) fn write_run_in_page(state: &mut ProcessorState, base: u32, size: u32, offset: u32, values: &[u32]) -> bool {
+    let n = values.len() as u32;
+    if offset.saturating_add(n) > size {
+        return false;
+    }
+    let first = base + offset;
+    let marks = tables::register_run_marks(first, values.len());
+    if marks & tables::CALLS_HANDLER != 0 {
+        return false;
+    }
+    let Some(slots) = state.regs.allocated_range_mut(first, n) else { return false };
+    store_run(slots, values);
+    state.dirty |= marks;
+    true
+}
+
+/// The register handlers of a run, in register order, after every value of
+/// the run is stored.
+#[cold]
+fn run_handlers(state: &mut ProcessorState, first: u32, values: &[u32]) {
+    let actions = tables::register_actions(first, values.len());
+    for (i, (action, value)) in actions.iter().zip(values).enumerate() {
+        if let tables::RegisterAction::Call(handler) = action {
+            handler(state, first + i as u32, *value);
         }
     }
 }
@@ -197,9 +232,10 @@ pub(crate) fn clear_state(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4
         pop_context(ctx.state);
     }
     if cmd == 0 || cmd == 3 {
-        for i in 0..space::CONTEXT_SIZE {
-            write_register(ctx.state, space::CONTEXT + i, 0);
-        }
+        // One run over the space: the same stores and actions as writing
+        // each register in turn.
+        static ZEROS: [u32; space::CONTEXT_SIZE as usize] = [0; space::CONTEXT_SIZE as usize];
+        write_run(ctx.state, space::CONTEXT, space::CONTEXT_SIZE, 0, &ZEROS);
     }
     Ok(Flow::Continue)
 }
