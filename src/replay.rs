@@ -1085,7 +1085,7 @@ fn replay_into(
         }
     }
     for query in &options.registers {
-        match gpu.with_processor(query.queue, |p| p.registers().get(query.register)) {
+        match gpu.with_processor(query.queue, |p| p.register(query.register)) {
             Ok(v) => {
                 summary.registers.insert(query.label.clone(), v);
             }

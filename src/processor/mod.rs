@@ -12,21 +12,24 @@
 mod context;
 pub mod error;
 pub mod execution;
+pub mod global;
 pub(crate) mod handlers;
 pub mod tables;
 mod window;
 
 pub use error::Pm4Error;
 pub use execution::{Cursor, Pm4Execution, Predication, SuspendReason};
+pub use global::{GdsError, GlobalState, DEFAULT_GDS_BYTES};
 pub use handlers::nop::convention_name as nop_convention;
 
 use crate::backend::{Backend, ProgramBinding, QueueId, UnknownPacket};
 use crate::memory::GuestMemory;
 use crate::packet::reader::{self, FrameError, FrameErrorKind};
 use crate::packet::{Header, Opcode, Packet, PacketLocation, PacketType};
-use crate::regs::RegisterFile;
+use crate::regs::{space, RegisterFile};
 use crate::shader::ShaderRegistry;
 use context::{Ctx, Flow, WatchedMemory};
+use std::sync::Arc;
 use window::PrefetchWindow;
 
 /// What to do with a packet whose opcode the gfx10.3 map does not name.
@@ -84,6 +87,8 @@ pub struct ProcessorConfig {
     /// is reported ([`Backend::skipped_indirect_buffer`]) and skipped instead
     /// of stopping the submission with a memory error.
     pub skip_unmapped_ibs: bool,
+    /// Size of the global data share in bytes (64 KiB on gfx10.3 parts).
+    pub gds_bytes: u32,
 }
 
 impl Default for ProcessorConfig {
@@ -97,6 +102,7 @@ impl Default for ProcessorConfig {
             max_unknown_reports: 64,
             report_packets: false,
             skip_unmapped_ibs: false,
+            gds_bytes: DEFAULT_GDS_BYTES,
         }
     }
 }
@@ -164,7 +170,8 @@ pub struct ProcessorStats {
     pub draws: u64,
     /// Dispatch packets executed.
     pub dispatches: u64,
-    /// Packets skipped by predication, COND_EXEC or PRED_EXEC.
+    /// Packets skipped by predication, plus one per run of dwords skipped
+    /// by COND_EXEC or PRED_EXEC (those dwords are not parsed as packets).
     pub skipped: u64,
     /// Releases that retired (RELEASE_MEM, EVENT_WRITE_EOP/EOS).
     pub fences: u64,
@@ -283,10 +290,18 @@ pub struct ProcessorState {
     pub queue_registers: Vec<u32>,
     /// Deterministic clock for timestamps when the backend has none.
     pub clock: u64,
+    /// The task control buffer set by DISPATCH_TASK_STATE_INIT.
+    pub task_control_buffer: u64,
+    /// The GPU-wide UCONFIG registers and GDS (shared with every queue of
+    /// the same GPU).
+    pub global: Arc<GlobalState>,
+    /// The host had `&mut` access to the register file: its UCONFIG values
+    /// are published to [`GlobalState`] before the next packet runs.
+    pub(crate) host_registers: bool,
 }
 
 impl ProcessorState {
-    fn new(queue: QueueId, config: ProcessorConfig) -> Self {
+    fn new(queue: QueueId, config: ProcessorConfig, global: Arc<GlobalState>) -> Self {
         Self {
             queue,
             regs: RegisterFile::new(),
@@ -308,6 +323,31 @@ impl ProcessorState {
             context_control: (0, 0),
             queue_registers: Vec::new(),
             clock: 0,
+            task_control_buffer: 0,
+            global,
+            host_registers: false,
+        }
+    }
+
+    /// Copies the GPU-wide UCONFIG values into this register file, where
+    /// they differ (so the host sees and edits current values).
+    fn pull_uconfig(&mut self) {
+        for register in space::UCONFIG..space::END {
+            let value = self.global.uconfig(register);
+            if self.regs.get(register) != value {
+                self.regs.set(register, value);
+            }
+        }
+    }
+
+    /// Publishes the UCONFIG values the host changed in this register file.
+    fn push_uconfig(&mut self) {
+        self.host_registers = false;
+        for register in space::UCONFIG..space::END {
+            let value = self.regs.get(register);
+            if self.global.uconfig(register) != value {
+                self.global.set_uconfig(register, value);
+            }
         }
     }
 }
@@ -345,15 +385,41 @@ impl Processor {
         Self::with_config(queue, ProcessorConfig::default())
     }
 
-    /// A processor for `queue`.
+    /// A processor for `queue` with its own [`GlobalState`] (UCONFIG
+    /// registers and a GDS of `config.gds_bytes`), as when it is the only
+    /// queue an embedder drives.
     pub fn with_config(queue: QueueId, config: ProcessorConfig) -> Self {
+        let global = Arc::new(GlobalState::new(config.gds_bytes));
+        Self::with_global(queue, config, global)
+    }
+
+    /// A processor for `queue` that shares the UCONFIG registers and the
+    /// GDS of `global` with every other processor given the same one.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use pm4core::backend::QueueId;
+    /// use pm4core::processor::{GlobalState, Processor, ProcessorConfig};
+    ///
+    /// let global = Arc::new(GlobalState::default());
+    /// let gfx = Processor::with_global(QueueId::GRAPHICS, ProcessorConfig::default(), Arc::clone(&global));
+    /// let queue = QueueId::compute(0, 0).unwrap();
+    /// let comp = Processor::with_global(queue, ProcessorConfig::default(), Arc::clone(&global));
+    /// assert!(Arc::ptr_eq(gfx.global(), comp.global()));
+    /// ```
+    pub fn with_global(queue: QueueId, config: ProcessorConfig, global: Arc<GlobalState>) -> Self {
         let depth = config.max_ib_depth;
         Self {
             de: Pm4Execution::new(depth),
             ce: Pm4Execution::new(depth),
             window: PrefetchWindow::new(),
-            state: ProcessorState::new(queue, config),
+            state: ProcessorState::new(queue, config, global),
         }
+    }
+
+    /// The GPU-wide state this processor shares: UCONFIG registers, GDS.
+    pub fn global(&self) -> &Arc<GlobalState> {
+        &self.state.global
     }
 
     /// The queue this processor serves.
@@ -361,14 +427,41 @@ impl Processor {
         self.state.queue
     }
 
-    /// The register file.
+    /// The register file: context and SH registers of this queue; UCONFIG
+    /// registers as this queue last wrote or read them (the GPU-wide values
+    /// are [`Processor::register`] or [`Processor::global`]).
     pub fn registers(&self) -> &RegisterFile {
         &self.state.regs
     }
 
-    /// The register file, for host-side set-up.
+    /// Register `index` as a packet of this queue reads it: UCONFIG from
+    /// the GPU-wide file, everything else from this queue's.
+    pub fn register(&self, index: u32) -> u32 {
+        if GlobalState::is_uconfig(index) {
+            self.state.global.uconfig(index)
+        } else {
+            self.state.regs.get(index)
+        }
+    }
+
+    /// The register file, for host-side set-up. UCONFIG registers are
+    /// GPU-wide: the file shows their current values, and those the host
+    /// changes are published to [`GlobalState`] before the next packet runs
+    /// (or at once with [`Processor::publish_host_registers`]).
     pub fn registers_mut(&mut self) -> &mut RegisterFile {
+        if !self.state.host_registers {
+            self.state.pull_uconfig();
+            self.state.host_registers = true;
+        }
         &mut self.state.regs
+    }
+
+    /// Publishes the UCONFIG values changed through
+    /// [`Processor::registers_mut`] to the GPU-wide registers now.
+    pub fn publish_host_registers(&mut self) {
+        if self.state.host_registers {
+            self.state.push_uconfig();
+        }
     }
 
     /// Counters.
@@ -435,6 +528,7 @@ impl Processor {
         }
         // The host may have written memory since the last call.
         self.window.invalidate();
+        self.publish_host_registers();
         let mut budget = max_packets;
         let result = self.drive(env, &mut budget);
         if result.is_err() {
@@ -593,6 +687,10 @@ fn run_packets(
 ) -> Result<StreamStatus, Pm4Error> {
     exec.suspended = None;
     let work_budget = state.config.work_budget;
+    // Compute queues have their own table (graphics-only packets marked) and
+    // no register-run fast path (some register writers are graphics-only).
+    let graphics = state.queue.is_graphics();
+    let opcode_table = if graphics { &tables::OPCODE_TABLE } else { &tables::COMPUTE_OPCODE_TABLE };
     loop {
         if !exec.pop_finished() {
             exec.reset();
@@ -610,7 +708,7 @@ fn run_packets(
             // Register writers and one-dword pads, straight from the window
             // (see `register_run`); anything else, and whatever the window
             // does not hold, goes the general way below.
-            if exec.skip_dw == 0 && !tally.report {
+            if graphics && !tally.report {
                 let limit = (*budget).min(work_budget.saturating_sub(exec.packets));
                 let address = buffer.wrapping_add(u64::from(offset) * 4);
                 let held = window.held_from(address);
@@ -652,10 +750,11 @@ fn run_packets(
             }
             *budget -= 1;
 
-            // Anything but an unpredicated (or not skipped) type-3 packet
-            // outside a COND_EXEC skip: the rare cases, out of line.
-            if header.0 < 0xC000_0000 || exec.skip_dw > 0 || (header.predicate() && exec.predication.skip) {
-                offset += skip_or_type0(exec, window, state, env, header, length, location, tally)?;
+            // Anything but an unpredicated (or not skipped) type-3 packet:
+            // the rare cases, out of line. (COND_EXEC and PRED_EXEC skips
+            // move the cursor in their handler: skipped dwords never get here.)
+            if header.0 < 0xC000_0000 || (header.predicate() && exec.predication.skip) {
+                offset += skip_or_type0(window, state, env, header, length, location, tally)?;
                 continue;
             }
             // The one-dword NOP pad has nothing to run.
@@ -682,9 +781,9 @@ fn run_packets(
             let opcode = header.opcode();
             // Register writers touch neither the stack nor memory: no
             // write-back of the cursor, no handler context.
-            let handler = match tables::OPCODE_TABLE[opcode.0 as usize] {
+            let handler = match opcode_table[opcode.0 as usize] {
                 tables::OpcodeEntry::Handler(handler) => Some(handler),
-                tables::OpcodeEntry::Unhandled => None,
+                tables::OpcodeEntry::Unhandled | tables::OpcodeEntry::GraphicsOnly => None,
                 tables::OpcodeEntry::SetRegisters { base, size: space_size } => {
                     match words.get(1..).and_then(|body| body.split_first()) {
                         Some((first, values)) => {
@@ -836,15 +935,13 @@ fn register_run(
     (packets, at as u32)
 }
 
-/// A packet consumed by its length without a handler: the rest of a
-/// COND_EXEC/PRED_EXEC skip, a type-2 filler, a type-0 register run, or a
+/// A packet consumed by its length without a handler: a type-2 filler, a type-0 register run, or a
 /// predicated packet while predication says "skip". Returns the dwords
 /// consumed.
 #[cold]
 #[inline(never)]
 #[allow(clippy::too_many_arguments)]
 fn skip_or_type0(
-    exec: &mut Pm4Execution,
     window: &mut PrefetchWindow,
     state: &mut ProcessorState,
     env: &mut Env<'_>,
@@ -853,7 +950,7 @@ fn skip_or_type0(
     location: PacketLocation,
     tally: &mut Tally<'_>,
 ) -> Result<u32, Pm4Error> {
-    let consumed = skip_or_type0_run(exec, window, state, env, header, length, location, tally)?;
+    let consumed = skip_or_type0_run(window, state, env, header, length, location, tally)?;
     if tally.report {
         report_packet(state, env, header, location);
     }
@@ -862,7 +959,6 @@ fn skip_or_type0(
 
 #[allow(clippy::too_many_arguments)]
 fn skip_or_type0_run(
-    exec: &mut Pm4Execution,
     window: &mut PrefetchWindow,
     state: &mut ProcessorState,
     env: &mut Env<'_>,
@@ -871,14 +967,6 @@ fn skip_or_type0_run(
     location: PacketLocation,
     tally: &mut Tally<'_>,
 ) -> Result<u32, Pm4Error> {
-    // COND_EXEC / PRED_EXEC skips: whole packets while they fit.
-    if exec.skip_dw > 0 {
-        let n = length.min(exec.skip_dw);
-        exec.skip_dw -= n;
-        tally.any(header, n);
-        state.stats.skipped += 1;
-        return Ok(n);
-    }
     match header.packet_type() {
         PacketType::Type3 => {
             // Predicated while predication says "skip".
