@@ -195,6 +195,8 @@ pub enum ReplayErrorKind {
     SkipPastEnd,
     UnknownPacket,
     ConstantEngineBacklog,
+    /// A GDS access outside the global data share.
+    Gds,
     Busy,
     /// Every queue with work waits and nothing can wake it.
     Deadlock,
@@ -223,6 +225,7 @@ impl ReplayErrorKind {
             Self::SkipPastEnd => "skip_past_end",
             Self::UnknownPacket => "unknown_packet",
             Self::ConstantEngineBacklog => "constant_engine_backlog",
+            Self::Gds => "gds",
             Self::Busy => "busy",
             Self::Deadlock => "deadlock",
             Self::HostWrite => "host_write",
@@ -245,6 +248,7 @@ impl ReplayErrorKind {
             Pm4Error::SkipPastEnd { .. } => Self::SkipPastEnd,
             Pm4Error::UnknownPacket { .. } => Self::UnknownPacket,
             Pm4Error::ConstantEngineBacklog { .. } => Self::ConstantEngineBacklog,
+            Pm4Error::Gds { .. } => Self::Gds,
             Pm4Error::Busy => Self::Busy,
         }
     }
