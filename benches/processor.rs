@@ -10,7 +10,7 @@ use pm4core::packet::{Header, Opcode};
 use pm4core::processor::{Env, ProcessStatus, Processor};
 use pm4core::regs::gfx103 as r;
 use pm4core::shader::ShaderRegistry;
-use pm4core::trace::{Trace, TraceEvent};
+use pm4core::trace::Trace;
 
 fn pkt3(out: &mut Vec<u32>, op: Opcode, body: &[u32]) {
     out.push(Header::type3(op, body.len() as u32).0);
@@ -105,52 +105,146 @@ fn bench_streams(c: &mut Criterion) {
     group.finish();
 }
 
-/// Every real driver capture in traces/: submissions replayed in order.
+/// Records where every packet a processor decodes sits (the flattening walk).
+#[derive(Default)]
+struct PacketLog {
+    packets: Vec<(u64, u32)>,
+}
+
+impl pm4core::backend::Backend for PacketLog {
+    fn packet(&mut self, _: QueueId, header: Header, location: &pm4core::packet::PacketLocation) {
+        self.packets.push((location.address(), header.length_dw().unwrap_or(1)));
+    }
+}
+
+/// A trace's submissions flattened: the dwords of every packet its
+/// processor decodes, in the order it decodes them (IBs and chains
+/// followed), each INDIRECT_BUFFER turned into a NOP of its length so the
+/// stream runs straight through; with the queue it ran on.
+fn flatten(trace: &Trace, memory: &SparseMemory) -> (QueueId, Vec<u32>) {
+    use pm4core::memory::GuestMemory;
+    use pm4core::processor::ProcessorConfig;
+    let submissions: Vec<(u32, u64, u32)> = trace.submissions().collect();
+    let queue = QueueId(submissions.first().map_or(0, |s| s.0));
+    let config = ProcessorConfig { report_packets: true, ..ProcessorConfig::default() };
+    let mut processor = Processor::with_config(queue, config);
+    let mut shaders = ShaderRegistry::default();
+    let mut mem = memory.clone();
+    let mut log = PacketLog::default();
+    for &(q, address, size) in &submissions {
+        assert_eq!(q, queue.0, "{}: every submission on one queue", queue);
+        processor.submit(address, size).unwrap();
+        let mut env = Env { memory: &mut mem, backend: &mut log, shaders: &mut shaders };
+        assert_eq!(processor.process(&mut env), Ok(ProcessStatus::Completed));
+    }
+    let mut words = Vec::new();
+    for &(address, length) in &log.packets {
+        let mut packet = vec![0u32; length as usize];
+        memory.read_dwords(address, &mut packet).unwrap();
+        let header = Header(packet[0]);
+        let opcode = header.opcode();
+        if header.packet_type() == pm4core::packet::PacketType::Type3
+            && length > 1
+            && (opcode == Opcode::INDIRECT_BUFFER || opcode == Opcode::INDIRECT_BUFFER_CONST)
+        {
+            packet.fill(0);
+            packet[0] = Header::type3(Opcode::NOP, length - 1).0;
+        }
+        words.extend_from_slice(&packet);
+    }
+    (queue, words)
+}
+
+/// Where the flattened streams are mapped: below every trace's regions.
+const FLAT_STREAM: u64 = 0x10_0000_0000;
+/// A flattened stream is repeated up to at least this many dwords, so a
+/// submission's start costs nothing next to its packets.
+const FLAT_DWORDS: usize = 1 << 20;
+
+/// Median nanoseconds per iteration over criterion's samples.
+fn median_ns(samples: &std::cell::RefCell<Vec<f64>>) -> f64 {
+    let mut v = samples.borrow().clone();
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// Every real driver capture in traces/: its submissions flattened (see
+/// [`flatten`]), repeated, mapped once with the trace's memory; the bare
+/// header walk and the processor (one queue, a backend that does nothing)
+/// over the same dwords, and the ratio of their dwords/s printed per trace.
 fn bench_real_traces(c: &mut Criterion) {
+    use std::cell::RefCell;
+    use std::time::Instant;
     let mut group = c.benchmark_group("traces");
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces");
     let mut paths: Vec<_> =
         std::fs::read_dir(&dir).map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect()).unwrap_or_default();
     paths.retain(|p| p.extension().is_some_and(|e| e == "pm4t"));
     paths.sort();
+    assert!(!paths.is_empty(), "no traces in {}", dir.display());
+    let mut table = Vec::new();
     for path in paths {
         let trace = Trace::read_file(&path).unwrap();
-        let memory = trace.build_memory().unwrap();
-        let submissions: Vec<(u32, u64, u32)> = trace
-            .events()
-            .iter()
-            .filter_map(|e| match e {
-                TraceEvent::Submit { queue, address, size_dw, .. } => Some((*queue, *address, *size_dw)),
-                _ => None,
-            })
-            .collect();
+        let mut memory = trace.build_memory().unwrap();
+        let (queue, flat) = flatten(&trace, &memory);
+        let copies = FLAT_DWORDS.div_ceil(flat.len());
+        let words: Vec<u32> = flat.iter().copied().cycle().take(flat.len() * copies).collect();
+        memory.map_dwords(FLAT_STREAM, &words).unwrap();
         let name = path.file_stem().unwrap().to_string_lossy().to_string();
-        let mut processors: Vec<Processor> = (0..57).map(|q| Processor::new(QueueId(q))).collect();
+        let mut processor = Processor::new(queue);
         let mut shaders = ShaderRegistry::default();
-        let mut mem = memory.clone();
-        // Dwords walked per replay, for throughput.
-        let mut dwords = 0u64;
-        for &(q, a, s) in &submissions {
-            let p = &mut processors[q as usize];
-            p.submit(a, s).unwrap();
-            let before = p.stats().dwords;
-            let mut env = Env { memory: &mut mem, backend: &mut NullBackend, shaders: &mut shaders };
-            p.process(&mut env).unwrap();
-            dwords += p.stats().dwords - before;
-        }
-        group.throughput(Throughput::Elements(dwords));
-        group.bench_function(name, |b| {
-            b.iter(|| {
-                for &(q, a, s) in &submissions {
-                    let p = &mut processors[q as usize];
-                    p.submit(a, s).unwrap();
-                    let mut env = Env { memory: &mut mem, backend: &mut NullBackend, shaders: &mut shaders };
-                    black_box(p.process(&mut env).unwrap());
+        let packets = header_walk(&words);
+        processor.submit(FLAT_STREAM, words.len() as u32).unwrap();
+        let mut env = Env { memory: &mut memory, backend: &mut NullBackend, shaders: &mut shaders };
+        assert_eq!(processor.process(&mut env), Ok(ProcessStatus::Completed));
+        assert_eq!(processor.stats().packets, packets, "{name}: the processor decodes what the walk walks");
+        assert_eq!(processor.stats().dwords, words.len() as u64);
+
+        group.throughput(Throughput::Elements(words.len() as u64));
+        let walk_ns = RefCell::new(Vec::new());
+        group.bench_function(format!("{name}/header_walk"), |b| {
+            b.iter_custom(|iters| {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    black_box(header_walk(black_box(&words)));
                 }
+                let elapsed = start.elapsed();
+                walk_ns.borrow_mut().push(elapsed.as_nanos() as f64 / iters as f64);
+                elapsed
             })
         });
+        let process_ns = RefCell::new(Vec::new());
+        group.bench_function(format!("{name}/process"), |b| {
+            b.iter_custom(|iters| {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    processor.submit(FLAT_STREAM, words.len() as u32).unwrap();
+                    let mut env = Env { memory: &mut memory, backend: &mut NullBackend, shaders: &mut shaders };
+                    black_box(processor.process(&mut env).unwrap());
+                }
+                let elapsed = start.elapsed();
+                process_ns.borrow_mut().push(elapsed.as_nanos() as f64 / iters as f64);
+                elapsed
+            })
+        });
+        table.push((name, words.len() as f64, packets as f64, median_ns(&walk_ns), median_ns(&process_ns)));
     }
     group.finish();
+    println!(
+        "\n{:<24} {:>9} {:>13} {:>13} {:>10} {:>10} {:>7}",
+        "trace (flattened)", "dw/packet", "walk Mdw/s", "process Mdw/s", "walk ns/p", "proc ns/p", "ratio"
+    );
+    for (name, dwords, packets, walk, process) in &table {
+        println!(
+            "{name:<24} {:>9.2} {:>13.0} {:>13.0} {:>10.2} {:>10.2} {:>6.1}%",
+            dwords / packets,
+            dwords / walk * 1e3,
+            dwords / process * 1e3,
+            walk / packets,
+            process / packets,
+            walk / process * 100.0
+        );
+    }
 }
 
 /// A compute-heavy stream across the 56 compute queues: each queue runs

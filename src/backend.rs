@@ -153,6 +153,10 @@ pub struct Draw<'a> {
     pub draw_initiator: u32,
     /// Address of the indirect argument record, for indirect draws.
     pub indirect_args: Option<u64>,
+    /// Mesh-shader thread-group counts X, Y, Z of a mesh dispatch
+    /// (DISPATCH_MESH_INDIRECT_MULTI; `count` is 0 then). DISPATCH_TASKMESH_GFX
+    /// draws have `None`: their counts come from the task ring.
+    pub mesh_groups: Option<[u32; 3]>,
     /// Programs per graphics stage, in [`ProgramStage::GRAPHICS`] order.
     pub programs: &'a [ProgramBinding; 4],
     /// State groups ([`crate::processor::state_group`]) written since the
@@ -460,6 +464,9 @@ impl Backend for RecordingBackend {
         }
         if let Some(a) = d.indirect_args {
             let _ = write!(line, " args={a:#x} draw_index={}", d.draw_index);
+        }
+        if let Some([x, y, z]) = d.mesh_groups {
+            let _ = write!(line, " mesh={x}x{y}x{z}");
         }
         line.push_str(&program_summary(d.programs));
         self.lines.push(line);

@@ -489,7 +489,7 @@ fn disasm_command(
         }
         (None, Some(path)) => {
             raw_bytes = read(path, max_file)?;
-            Disassembler::for_raw(&raw_bytes, base, options).map_err(|e| bad_input(e.to_string()))?
+            Disassembler::for_raw_shared(raw_bytes, base, options).map_err(|e| bad_input(e.to_string()))?
         }
         _ => return Err(bad_input("give a trace file or --raw FILE")),
     };

@@ -363,6 +363,9 @@ struct ReplayBackend {
     clock: u64,
     timeline: Option<Timeline>,
     programs: BTreeMap<u64, BoundProgram>,
+    /// The address last recorded per stage (graphics stages, then compute):
+    /// a draw that binds the same programs as the one before costs no lookup.
+    last_bound: [u64; 5],
     max_programs: usize,
     programs_not_kept: u64,
     /// Most entries of `skipped_ibs` ([`Limits::max_events`]).
@@ -402,8 +405,12 @@ impl ReplayBackend {
         log.unknown.clear();
     }
 
-    fn bind(&mut self, stage: ProgramStage, binding: &ProgramBinding) {
-        if binding.address != 0 && !self.programs.contains_key(&binding.address) {
+    fn bind(&mut self, slot: usize, stage: ProgramStage, binding: &ProgramBinding) {
+        // The same program as this slot's last bind, already recorded.
+        if binding.address == 0 || self.last_bound.get(slot) == Some(&binding.address) {
+            return;
+        }
+        if !self.programs.contains_key(&binding.address) {
             if self.programs.len() >= self.max_programs {
                 self.programs_not_kept += 1;
                 return;
@@ -412,6 +419,9 @@ impl ReplayBackend {
                 binding.address,
                 BoundProgram { address: binding.address, stage, container: binding.container.clone() },
             );
+        }
+        if let Some(last) = self.last_bound.get_mut(slot) {
+            *last = binding.address;
         }
     }
 }
@@ -440,14 +450,14 @@ impl Backend for ReplayBackend {
     }
     fn draw(&mut self, d: &Draw<'_>) {
         self.draw_calls += 1;
-        for (stage, binding) in ProgramStage::GRAPHICS.iter().zip(d.programs.iter()) {
-            self.bind(*stage, binding);
+        for (slot, (stage, binding)) in ProgramStage::GRAPHICS.iter().zip(d.programs.iter()).enumerate() {
+            self.bind(slot, *stage, binding);
         }
         self.log_with(d.queue, |l| l.draw(d));
     }
     fn dispatch(&mut self, d: &Dispatch<'_>) {
         self.draw_calls += 1;
-        self.bind(ProgramStage::Cs, d.program);
+        self.bind(ProgramStage::GRAPHICS.len(), ProgramStage::Cs, d.program);
         self.log_with(d.queue, |l| l.dispatch(d));
     }
     fn event(&mut self, e: &Event) {
@@ -758,11 +768,14 @@ fn replay_into(
 ) -> ReplayOutcome {
     let limits = options.limits;
     let mut config = options.gpu.clone();
-    config.processor.report_packets = true;
+    let observe = observer.is_some() || timeline.is_some();
+    // A backend call per packet only when something uses it: the log's
+    // packet numbers, the timeline, an observer. The summary's counts come
+    // from the processors' own counters.
+    config.processor.report_packets |= log.is_some() || observe;
     // A submission may run what the whole replay may, no more.
     config.processor.work_budget = limits.max_packets.max(1);
     let max_events = usize::try_from(limits.max_events).unwrap_or(usize::MAX);
-    let observe = observer.is_some() || timeline.is_some();
     if observe {
         config.slice_packets = 1;
     }
@@ -971,7 +984,7 @@ fn replay_into(
         }
     }
     for query in &options.registers {
-        match gpu.with_processor(query.queue, |p| p.registers().get(query.register)) {
+        match gpu.with_processor(query.queue, |p| p.register(query.register)) {
             Ok(v) => {
                 summary.registers.insert(query.label.clone(), v);
             }

@@ -442,21 +442,31 @@ fn dispatches_direct_and_indirect() {
         .set_sh(r::COMPUTE_PGM_LO, &[0x100, 0])
         .pkt3(Opcode::DISPATCH_DIRECT, &[3, 2, 1, 1])
         // compute form: 64-bit address
-        .pkt3(Opcode::DISPATCH_INDIRECT, &[0x9000, 0, 1])
-        // graphics form: offset from the SET_BASE dispatch base (SHADER_TYPE = 1)
-        .raw(&[pm4core::packet::Header::type3(Opcode::SET_BASE, 3).0 | 2, 1, 0x9000, 0])
-        .raw(&[pm4core::packet::Header::type3(Opcode::DISPATCH_INDIRECT, 2).0 | 2, 16, 1]);
+        .pkt3(Opcode::DISPATCH_INDIRECT, &[0x9000, 0, 1]);
     assert_eq!(h.run(&cmd), Ok(ProcessStatus::Completed));
     assert_eq!(
         h.log(),
         vec![
             "comp0.0 dispatch DISPATCH_DIRECT dims=3x2x1 start=0,0,0 group=64x1x1 cs=0x10000",
             "comp0.0 dispatch DISPATCH_INDIRECT dims=4x2x1 start=0,0,0 group=64x1x1 args=0x9000 cs=0x10000",
-            "comp0.0 dispatch DISPATCH_INDIRECT dims=8x8x8 start=0,0,0 group=64x1x1 args=0x9010 cs=0x10000",
         ]
     );
+    // The graphics form (offset from the SET_BASE dispatch base, SHADER_TYPE
+    // = 1) runs on the graphics queue: SET_BASE is a graphics-ring packet.
+    let mut h = Harness::new();
+    h.memory.map_dwords(0x9000, &[4, 2, 1, 0, 8, 8, 8]).unwrap();
+    let cmd = Cmd::new()
+        .set_sh(r::COMPUTE_NUM_THREAD_X, &[64, 1, 1])
+        .set_sh(r::COMPUTE_PGM_LO, &[0x100, 0])
+        .raw(&[pm4core::packet::Header::type3(Opcode::SET_BASE, 3).0 | 2, 1, 0x9000, 0])
+        .raw(&[pm4core::packet::Header::type3(Opcode::DISPATCH_INDIRECT, 2).0 | 2, 16, 1]);
+    assert_eq!(h.run(&cmd), Ok(ProcessStatus::Completed));
+    assert_eq!(
+        h.log(),
+        vec!["gfx dispatch DISPATCH_INDIRECT dims=8x8x8 start=0,0,0 group=64x1x1 args=0x9010 cs=0x10000"]
+    );
     assert_eq!(h.reg(r::COMPUTE_DIM_X), 8);
-    assert_eq!(h.processor.stats().dispatches, 3);
+    assert_eq!(h.processor.stats().dispatches, 1);
 }
 
 #[test]
@@ -527,7 +537,9 @@ fn strmout_buffer_update_sets_offsets_and_saves_filled_size() {
         .pkt3(Opcode::STRMOUT_BUFFER_UPDATE, &[1 | (3 << 1) | (1 << 8), lo(SCRATCH), 0, 0, 0]);
     assert_eq!(h.run(&cmd), Ok(ProcessStatus::Completed));
     assert_eq!(h.reg(r::VGT_STRMOUT_BUFFER_OFFSET_1), 0x300);
-    assert_eq!(h.read32(SCRATCH), 0x120);
+    // The loaded offset is the buffer's filled size: the store gives it back
+    // (the earlier 0x120 was replaced by the load).
+    assert_eq!(h.read32(SCRATCH), 0x300);
 }
 
 #[test]

@@ -46,9 +46,11 @@
 
 mod fields;
 pub mod source;
+mod text;
 
 use std::collections::{BTreeMap, HashSet};
 use std::io;
+use std::sync::Arc;
 
 pub use fields::{decode_fields, event_name, packet_name, register_base, Field};
 
@@ -221,7 +223,14 @@ impl Listing {
 
 enum Input<'a> {
     Trace(&'a Trace),
-    Raw { memory: SparseMemory, base: u64, size_dw: u32, tail: &'a [u8], bytes: &'a [u8] },
+    /// The file's bytes are shared with `memory`, not copied.
+    Raw {
+        memory: SparseMemory,
+        base: u64,
+        size_dw: u32,
+        tail: usize,
+        bytes: Arc<[u8]>,
+    },
 }
 
 /// A disassembler over a trace or a raw dword file.
@@ -241,6 +250,22 @@ impl<'a> Disassembler<'a> {
     /// Walks `bytes` (little-endian dwords; 1 to 3 trailing bytes are not
     /// walked) placed at `base` as one graphics-queue stream.
     pub fn for_raw(bytes: &'a [u8], base: u64, options: DisasmOptions) -> Result<Self, DisasmError> {
+        Self::for_raw_shared(Arc::from(bytes), base, options)
+    }
+
+    /// [`Disassembler::for_raw`] over bytes the caller already holds in an
+    /// `Arc` (a file read once): they are walked where they are, not copied.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use pm4core::disasm::{DisasmOptions, Disassembler};
+    ///
+    /// let bytes: Arc<[u8]> = 0xFFFF_1000u32.to_le_bytes().into();
+    /// let dis = Disassembler::for_raw_shared(bytes, 0x1000, DisasmOptions::default())?;
+    /// assert_eq!(dis.by_opcode()["NOP"], 1);
+    /// # Ok::<(), pm4core::disasm::DisasmError>(())
+    /// ```
+    pub fn for_raw_shared(bytes: Arc<[u8]>, base: u64, options: DisasmOptions) -> Result<Self, DisasmError> {
         if base % 4 != 0 {
             return Err(DisasmError::Misaligned(base));
         }
@@ -249,9 +274,9 @@ impl<'a> Disassembler<'a> {
             return Err(DisasmError::OutOfRange { base, len });
         }
         let whole = bytes.len() / 4 * 4;
-        let (body, tail) = bytes.split_at(whole);
+        let tail = bytes.len() - whole;
         let memory = SparseMemory::new();
-        memory.map_bytes(base, body).map_err(|_| DisasmError::OutOfRange { base, len })?;
+        memory.map_shared(base, Arc::clone(&bytes), 0, whole).map_err(|_| DisasmError::OutOfRange { base, len })?;
         let size_dw = u32::try_from(whole / 4).unwrap_or(u32::MAX);
         let family = options.family.unwrap_or(GpuFamily::Gfx103);
         Ok(Disassembler { input: Input::Raw { memory, base, size_dw, tail, bytes }, options, family })
@@ -315,14 +340,9 @@ impl<'a> Disassembler<'a> {
     /// Writes the text listing: a comment line per submission, then one
     /// line per packet (see the module docs), and diagnostics as `!` lines.
     pub fn write_text(&self, out: &mut dyn io::Write) -> io::Result<WalkSummary> {
-        let per_line = self.options.dwords_per_line.max(1);
-        let mut result = Ok(());
-        let summary = self.walk(&mut |event| {
-            if result.is_ok() {
-                result = write_event(out, event, per_line);
-            }
-        });
-        result.map(|()| summary)
+        let mut writer = text::TextWriter::new(out, self.options.dwords_per_line, self.family);
+        let summary = self.run_with(Sink::Text(&mut writer));
+        writer.finish().map(|()| summary)
     }
 
     /// Writes `by_opcode` counts, one `NAME count` line each, as comments.
@@ -352,17 +372,23 @@ impl<'a> Disassembler<'a> {
     }
 
     fn run(&self, decode: bool, sink: &mut dyn FnMut(WalkEvent<'_>)) -> WalkSummary {
+        self.run_with(Sink::Events { decode, sink })
+    }
+
+    fn run_with(&self, sink: Sink<'_, '_>) -> WalkSummary {
         let mut walker = Walker {
             family: self.family,
             options: &self.options,
             budget: self.walk_budget(),
-            decode,
             remaining: self.walk_budget(),
             exhausted: false,
             submission: None,
             queue: 0,
             stack: Vec::new(),
             summary: WalkSummary { complete: true, ..WalkSummary::default() },
+            opcode_counts: [0; 256],
+            type_counts: [0; 3],
+            dwords: Vec::new(),
             sink,
         };
         match &self.input {
@@ -392,17 +418,17 @@ impl<'a> Disassembler<'a> {
             }
             Input::Raw { memory, base, size_dw, tail, .. } => {
                 walker.submit(memory, 0, *base, *size_dw);
-                if !tail.is_empty() {
+                if *tail > 0 {
                     let end = base.wrapping_add(u64::from(*size_dw) * 4);
-                    walker.diagnostic(end, 0, format!("{} trailing bytes (less than a dword) not walked", tail.len()));
+                    walker.diagnostic(end, 0, format!("{tail} trailing bytes (less than a dword) not walked"));
                 }
             }
         }
-        walker.summary
+        walker.finish()
     }
 
     /// The raw input's bytes and base, if this disassembler reads a raw file.
-    pub(crate) fn raw_input(&self) -> Option<(&'a [u8], u64)> {
+    pub(crate) fn raw_input(&self) -> Option<(&[u8], u64)> {
         match &self.input {
             Input::Raw { bytes, base, .. } => Some((bytes, *base)),
             Input::Trace(_) => None,
@@ -418,11 +444,18 @@ impl<'a> Disassembler<'a> {
     }
 }
 
-struct Walker<'w, 's> {
+/// Where a walk's steps go.
+enum Sink<'s, 'o> {
+    /// Each step as a [`WalkEvent`]; packet fields decoded when `decode`.
+    Events { decode: bool, sink: &'s mut dyn FnMut(WalkEvent<'_>) },
+    /// Straight to the text listing.
+    Text(&'s mut text::TextWriter<'o>),
+}
+
+struct Walker<'w, 's, 'o> {
     family: GpuFamily,
     options: &'w DisasmOptions,
     budget: u64,
-    decode: bool,
     remaining: u64,
     exhausted: bool,
     submission: Option<usize>,
@@ -430,7 +463,13 @@ struct Walker<'w, 's> {
     /// Buffers being walked (cycle detection).
     stack: Vec<u64>,
     summary: WalkSummary,
-    sink: &'s mut dyn FnMut(WalkEvent<'_>),
+    /// Type-3 packets by opcode, and type-0/1/2 packets: `summary.by_opcode`
+    /// once the walk ends.
+    opcode_counts: [u64; 256],
+    type_counts: [u64; 3],
+    /// The current packet's dwords (reused from packet to packet).
+    dwords: Vec<u32>,
+    sink: Sink<'s, 'o>,
 }
 
 /// What a packet asks the walk to follow.
@@ -440,11 +479,29 @@ enum Follow {
     Chain(u64, u32),
 }
 
-impl Walker<'_, '_> {
+impl Walker<'_, '_, '_> {
+    /// The totals, with the packet counts by name.
+    fn finish(mut self) -> WalkSummary {
+        for (opcode, &n) in self.opcode_counts.iter().enumerate() {
+            if n > 0 {
+                self.summary.by_opcode.insert(Opcode(opcode as u8).to_string(), n);
+            }
+        }
+        for (name, &n) in ["TYPE0", "TYPE1", "TYPE2"].iter().zip(&self.type_counts) {
+            if n > 0 {
+                self.summary.by_opcode.insert((*name).to_owned(), n);
+            }
+        }
+        self.summary
+    }
+
     fn diagnostic(&mut self, address: u64, depth: u32, message: String) {
         self.summary.diagnostics += 1;
         let d = Diagnostic { address, depth, submission: self.submission, message };
-        (self.sink)(WalkEvent::Diagnostic(&d));
+        match &mut self.sink {
+            Sink::Events { sink, .. } => sink(WalkEvent::Diagnostic(&d)),
+            Sink::Text(text) => text.diagnostic(&d),
+        }
     }
 
     fn submit(&mut self, memory: &dyn GuestMemory, queue: u32, address: u64, size_dw: u32) {
@@ -453,7 +510,10 @@ impl Walker<'_, '_> {
         self.submission = Some(index);
         self.queue = queue;
         let s = Submission { index, queue, address, size_dw };
-        (self.sink)(WalkEvent::Submission(&s));
+        match &mut self.sink {
+            Sink::Events { sink, .. } => sink(WalkEvent::Submission(&s)),
+            Sink::Text(text) => text.submission(&s),
+        }
         self.walk_level(memory, address, size_dw, 0);
     }
 
@@ -514,7 +574,8 @@ impl Walker<'_, '_> {
                 ),
             };
             let take = full_len.min(available).max(1);
-            let mut dwords = Vec::with_capacity(take as usize);
+            let mut dwords = std::mem::take(&mut self.dwords);
+            dwords.clear();
             dwords.push(header);
             if take > 1 {
                 match source.dwords(address.wrapping_add(4), take - 1, available - 1) {
@@ -530,11 +591,13 @@ impl Walker<'_, '_> {
                 Some(_) => Follow::None,
             };
             self.remaining -= 1;
-            self.emit_packet(address, depth, &dwords, location, problem.clone());
+            let short = dwords.len() == 1 && full_len > 1;
+            self.emit_packet(address, depth, &dwords, location, problem.as_deref());
+            self.dwords = dwords;
             if problem.is_some() && full_len > available {
                 return None;
             }
-            if problem.is_some() && dwords.len() == 1 && full_len > 1 {
+            if problem.is_some() && short {
                 return None;
             }
             reader.advance(full_len);
@@ -579,19 +642,28 @@ impl Walker<'_, '_> {
         depth: u32,
         dwords: &[u32],
         location: PacketLocation,
-        mut problem: Option<String>,
+        problem: Option<&str>,
     ) {
         let header = Header(dwords.first().copied().unwrap_or(0));
-        let name = packet_name(header);
         self.summary.packets += 1;
-        if let Some(count) = self.summary.by_opcode.get_mut(&name) {
+        let count = match header.packet_type() {
+            PacketType::Type3 => self.opcode_counts.get_mut(usize::from(header.opcode().0)),
+            PacketType::Type0 => self.type_counts.get_mut(0),
+            PacketType::Type1 => self.type_counts.get_mut(1),
+            PacketType::Type2 => self.type_counts.get_mut(2),
+        };
+        if let Some(count) = count {
             *count += 1;
-        } else {
-            self.summary.by_opcode.insert(name.clone(), 1);
         }
+        let (decode, sink) = match &mut self.sink {
+            Sink::Text(text) => return text.packet(address, depth, dwords, location, problem),
+            Sink::Events { decode, sink } => (*decode, sink),
+        };
+        let mut problem = problem.map(str::to_owned);
+        let name = packet_name(header);
         let type3 = header.packet_type() == PacketType::Type3;
         let mut fields = Vec::new();
-        if self.decode && problem.is_none() {
+        if decode && problem.is_none() {
             let body = dwords.get(1..).unwrap_or(&[]);
             let packet = Packet { header, body, location };
             match decode_fields(self.family, &packet) {
@@ -611,7 +683,7 @@ impl Walker<'_, '_> {
             fields,
             problem,
         };
-        (self.sink)(WalkEvent::Packet(&record));
+        sink(WalkEvent::Packet(&record));
     }
 }
 
@@ -635,74 +707,4 @@ fn follows(p: &Packet<'_>, follow_ibs: bool) -> Follow {
 
 fn queue_name(queue: u32) -> String {
     crate::backend::QueueId(queue).to_string()
-}
-
-fn write_event(out: &mut dyn io::Write, event: WalkEvent<'_>, per_line: usize) -> io::Result<()> {
-    match event {
-        WalkEvent::Submission(s) => writeln!(
-            out,
-            "; submission {}: queue {} ({}) {:#x}, {}",
-            s.index,
-            s.queue,
-            queue_name(s.queue),
-            s.address,
-            crate::counted(u64::from(s.size_dw), "dword", "dwords")
-        ),
-        WalkEvent::Diagnostic(d) => {
-            writeln!(out, "{}! {:#014x}: {}", indent(d.depth), d.address, d.message)
-        }
-        WalkEvent::Packet(p) => write_packet(out, p, per_line),
-    }
-}
-
-fn indent(depth: u32) -> String {
-    "    ".repeat(depth.min(64) as usize)
-}
-
-fn write_packet(out: &mut dyn io::Write, p: &PacketRecord, per_line: usize) -> io::Result<()> {
-    let pad = indent(p.depth);
-    let mut chunks = p.dwords.chunks(per_line);
-    let first = chunks.next().unwrap_or(&[]);
-    let raw = |words: &[u32]| {
-        let mut s = String::with_capacity(per_line * 9);
-        for w in words {
-            s.push_str(&format!("{w:08x} "));
-        }
-        while s.len() < per_line * 9 {
-            s.push(' ');
-        }
-        s
-    };
-    let mut line = format!("{pad}{:#014x}  {}{}", p.address, raw(first), p.opcode);
-    if p.predicate {
-        line.push_str(" predicate");
-    }
-    if p.compute {
-        line.push_str(" compute");
-    }
-    for f in p.fields.iter().filter(|f| f.register.is_none()) {
-        line.push(' ');
-        line.push_str(&f.name);
-        line.push('=');
-        line.push_str(&f.value);
-    }
-    writeln!(out, "{}", line.trim_end())?;
-    let mut at = p.address.wrapping_add(first.len() as u64 * 4);
-    for chunk in chunks {
-        writeln!(out, "{pad}{at:#014x}  {}", raw(chunk).trim_end())?;
-        at = at.wrapping_add(chunk.len() as u64 * 4);
-    }
-    let detail = format!("{pad}                    ");
-    for f in &p.fields {
-        match (&f.register, &f.bits) {
-            (Some(reg), Some(bits)) => writeln!(out, "{detail}{} ({reg:#06x}) <- {}: {bits}", f.name, f.value)?,
-            (Some(reg), None) => writeln!(out, "{detail}{} ({reg:#06x}) <- {}", f.name, f.value)?,
-            (None, Some(bits)) => writeln!(out, "{detail}{}: {bits}", f.name)?,
-            (None, None) => {}
-        }
-    }
-    if let Some(problem) = &p.problem {
-        writeln!(out, "{detail}! {problem}")?;
-    }
-    Ok(())
 }

@@ -102,6 +102,7 @@ pub fn processor(data: &[u8]) -> Outcome {
         render_backends: RENDER_BACKENDS[usize::from(schedule >> 5)],
         max_unknown_reports: 4,
         host_commands: HOST_COMMANDS.to_vec(),
+        gds_bytes: crate::processor::DEFAULT_GDS_BYTES,
         skip_unmapped_ibs: schedule & 0x80 != 0,
     };
     let queue = if config_bits & 0x20 != 0 { QueueId(1) } else { QueueId::GRAPHICS };

@@ -19,7 +19,7 @@ use tracing::Span;
 use crate::backend::{Backend, QueueId};
 use crate::memory::GuestMemory;
 use crate::packet::body::PollTarget;
-use crate::processor::{Env, Pm4Error, ProcessStatus, Processor, ProcessorConfig, SuspendReason};
+use crate::processor::{Env, GlobalState, Pm4Error, ProcessStatus, Processor, ProcessorConfig, SuspendReason};
 use crate::shader::ShaderRegistry;
 
 use super::error::{GpuError, QueueStall, StallReport};
@@ -117,6 +117,11 @@ fn watch_for(reason: &SuspendReason, processor: &Processor) -> Watch {
         return watch;
     }
     match reason {
+        // GPU-wide registers: any queue's write may end it (the count of
+        // changes is filled in when the wait is recorded).
+        SuspendReason::WaitRegMem { target: PollTarget::Register(r), .. } if GlobalState::is_uconfig(*r) => {
+            Watch::Uconfig(0)
+        }
         SuspendReason::WaitRegMem { target: PollTarget::Register(_), .. } => Watch::Host,
         // The drawing engine waits on the constant engine, which may wait on memory.
         _ => processor.constant_engine().suspended.as_ref().and_then(memory_watch).unwrap_or(Watch::AnyWrite),
@@ -129,6 +134,7 @@ fn watch_for(reason: &SuspendReason, processor: &Processor) -> Watch {
 pub(crate) struct LazyProcessor {
     id: QueueId,
     config: Arc<ProcessorConfig>,
+    global: Arc<GlobalState>,
     inner: Option<Box<Processor>>,
     /// True while a slice has the processor.
     out: bool,
@@ -145,8 +151,10 @@ impl LazyProcessor {
         if self.out {
             return None;
         }
-        let (id, config) = (self.id, &self.config);
-        Some(self.inner.get_or_insert_with(|| Box::new(Processor::with_config(id, ProcessorConfig::clone(config)))))
+        let (id, config, global) = (self.id, &self.config, &self.global);
+        Some(self.inner.get_or_insert_with(|| {
+            Box::new(Processor::with_global(id, ProcessorConfig::clone(config), Arc::clone(global)))
+        }))
     }
 
     /// True while a slice has the processor.
@@ -210,6 +218,8 @@ pub(crate) struct Ticket {
     span: Span,
     /// [`RecentWrites::seq`] when the slice began.
     seen: u64,
+    /// [`GlobalState::uconfig_writes`] when the slice began.
+    uconfig_seen: u64,
     slice_packets: u64,
     /// The processor's packet and dword counts when the slice began (for
     /// [`GpuStats::packets`](super::GpuStats::packets) and `dwords`).
@@ -252,6 +262,10 @@ pub(crate) struct Sched {
     pub(crate) stalled: bool,
     /// When the current stall episode began.
     pub(crate) stall_since: Option<std::time::Instant>,
+    /// The UCONFIG registers and GDS every queue shares.
+    pub(crate) global: Arc<GlobalState>,
+    /// Queues waiting on a UCONFIG register.
+    uconfig_waiters: usize,
 }
 
 impl Drop for Sched {
@@ -273,12 +287,19 @@ pub(crate) enum Step {
 
 impl Sched {
     pub(crate) fn new(config: &ProcessorConfig, slice_packets: u64, concurrent: bool) -> Self {
+        let global = Arc::new(GlobalState::new(config.gds_bytes));
         let config = Arc::new(config.clone());
         let queues = (0..QueueId::COUNT)
             .map(|q| {
                 let id = QueueId(q);
                 QueueSlot {
-                    processor: LazyProcessor { id, config: Arc::clone(&config), inner: None, out: false },
+                    processor: LazyProcessor {
+                        id,
+                        config: Arc::clone(&config),
+                        global: Arc::clone(&global),
+                        inner: None,
+                        out: false,
+                    },
                     fifo: VecDeque::new(),
                     running: None,
                     wait: None,
@@ -302,6 +323,8 @@ impl Sched {
             stall_episode: 0,
             stalled: false,
             stall_since: None,
+            global,
+            uconfig_waiters: 0,
         }
     }
 
@@ -353,6 +376,9 @@ impl Sched {
         let Some((_, watch)) = q.wait.take() else {
             return false;
         };
+        if let Watch::Uconfig(_) = watch {
+            self.uconfig_waiters = self.uconfig_waiters.saturating_sub(1);
+        }
         self.watches.remove(queue, watch);
         self.suspended = self.suspended.saturating_sub(1);
         self.stats.wakes += 1;
@@ -400,6 +426,26 @@ impl Sched {
             Some(ranges) => ranges.iter().map(|&(start, end)| self.wrote(start, end, skip)).sum(),
             None => self.wrote_anything(skip),
         }
+    }
+
+    /// Wakes the queues waiting on a UCONFIG register that changed since
+    /// they looked. Returns how many woke.
+    pub(crate) fn wake_uconfig_watchers(&mut self) -> usize {
+        if self.uconfig_waiters == 0 {
+            return 0;
+        }
+        let now = self.global.uconfig_writes();
+        let mut count = 0;
+        for queue in 0..self.queues.len() {
+            let changed = matches!(
+                self.queues.get(queue).and_then(|q| q.wait),
+                Some((_, Watch::Uconfig(seen))) if seen != now
+            );
+            if changed && self.wake(queue) {
+                count += 1;
+            }
+        }
+        count
     }
 
     /// The host changed state behind the scheduler's back (memory, registers,
@@ -552,6 +598,7 @@ impl Sched {
         }
         self.watches = WatchIndex::default();
         self.suspended = 0;
+        self.uconfig_waiters = 0;
         for op in self.ops.drain(..) {
             match op {
                 HostOp::Submit(sub) => {
@@ -606,6 +653,7 @@ impl Sched {
             submission: running.sub.id,
             span: running.span.clone(),
             seen: self.recent.seq(),
+            uconfig_seen: self.global.uconfig_writes(),
             slice_packets: self.slice_packets,
         })
     }
@@ -614,7 +662,7 @@ impl Sched {
     /// the submission, and wakes the queues whose watched bytes the slice
     /// wrote. Returns how many queues woke.
     pub(crate) fn end_slice(&mut self, ticket: Ticket, result: SliceResult, log: &WriteLog) -> usize {
-        let Ticket { queue, mut processor, submission, span, seen, counts, .. } = ticket;
+        let Ticket { queue, mut processor, submission, span, seen, uconfig_seen, counts, .. } = ticket;
         self.in_flight = self.in_flight.saturating_sub(1);
         self.stats.packets += processor.stats().packets.wrapping_sub(counts.0);
         self.stats.dwords += processor.stats().dwords.wrapping_sub(counts.1);
@@ -632,7 +680,13 @@ impl Sched {
             Ok(ProcessStatus::Yielded) => self.put_back(queue, processor),
             Ok(ProcessStatus::Suspended(reason)) => {
                 tracing::trace!(parent: &span, %reason, "suspended");
-                let watch = watch_for(&reason, &processor);
+                let mut watch = watch_for(&reason, &processor);
+                if let Watch::Uconfig(since) = &mut watch {
+                    // Slices overlap in threaded mode: a change since this
+                    // slice began may have come after the wait's read, so it
+                    // counts (at worst the wait is checked once more).
+                    *since = if self.concurrent { uconfig_seen } else { self.global.uconfig_writes() };
+                }
                 self.put_back(queue, processor);
                 // A write since the slice began may already have changed
                 // what it read (another queue, or the CPU): look again.
@@ -641,6 +695,9 @@ impl Sched {
                     if !raced {
                         if q.wait.replace((reason, watch)).is_none() {
                             self.suspended += 1;
+                            if let Watch::Uconfig(_) = watch {
+                                self.uconfig_waiters += 1;
+                            }
                         }
                         self.watches.insert(queue, watch);
                     }
@@ -655,6 +712,7 @@ impl Sched {
                 self.put_back(queue, processor);
             }
         }
+        woken += self.wake_uconfig_watchers();
         if self.queues.get(queue).is_some_and(|q| q.abort_requested) {
             self.abort_now(queue, GpuError::Aborted);
         }

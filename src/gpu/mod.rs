@@ -140,7 +140,7 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::backend::{Backend, QueueId};
 use crate::memory::{check_range, GuestMemory, MemoryError};
-use crate::processor::{Processor, ProcessorConfig, ProcessorStats, SuspendReason};
+use crate::processor::{GlobalState, Processor, ProcessorConfig, ProcessorStats, SuspendReason};
 use crate::regs::RegisterFile;
 use crate::shader::ShaderRegistry;
 
@@ -715,7 +715,10 @@ where
         let q = sched.queues.get_mut(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
         let processor = q.processor.get_mut().ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
         let result = f(processor.registers_mut());
-        let woke = sched.wake_queue(index);
+        // UCONFIG registers are GPU-wide: what the host changed is seen by
+        // every queue, and their waits are checked again.
+        processor.publish_host_registers();
+        let woke = sched.wake_queue(index) | (sched.wake_uconfig_watchers() > 0);
         drop(sched);
         if woke {
             self.shared.offer_work(false);
@@ -736,6 +739,12 @@ where
     pub fn queue_status(&self, queue: QueueId) -> Result<QueueStatus, GpuError> {
         let index = queue_index(queue)?;
         self.shared.sched.lock().queue_status(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })
+    }
+
+    /// The GPU-wide state every queue shares: the UCONFIG registers and the
+    /// global data share. Reads are atomic; they may run while queues do.
+    pub fn global(&self) -> Arc<GlobalState> {
+        Arc::clone(&self.shared.sched.lock().global)
     }
 
     /// The GPU's counters.

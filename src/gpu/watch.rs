@@ -16,6 +16,10 @@ pub(crate) enum Watch {
     AnyWrite,
     /// Only the host (a wait on the queue's own register file).
     Host,
+    /// A change of the GPU-wide UCONFIG registers (by any queue or the
+    /// host) after the given count of changes
+    /// ([`crate::processor::GlobalState::uconfig_writes`]).
+    Uconfig(u64),
 }
 
 impl Watch {
@@ -24,7 +28,7 @@ impl Watch {
         match *self {
             Watch::Range(a, b) => a < end && start < b,
             Watch::AnyWrite => true,
-            Watch::Host => false,
+            Watch::Host | Watch::Uconfig(_) => false,
         }
     }
 }
@@ -51,7 +55,7 @@ impl WatchIndex {
             Watch::AnyWrite => {
                 self.any.insert(queue);
             }
-            Watch::Host => {}
+            Watch::Host | Watch::Uconfig(_) => {}
         }
     }
 
@@ -63,7 +67,7 @@ impl WatchIndex {
             Watch::AnyWrite => {
                 self.any.remove(&queue);
             }
-            Watch::Host => {}
+            Watch::Host | Watch::Uconfig(_) => {}
         }
     }
 

@@ -9,6 +9,7 @@ use crate::backend::Backend;
 use crate::memory::{GuestMemory, MemoryError};
 use crate::packet::body::{Body, BodyError};
 use crate::packet::{Opcode, Packet, PacketLocation};
+use crate::regs::space;
 use crate::shader::ShaderRegistry;
 
 use super::execution::Pm4Execution;
@@ -137,6 +138,41 @@ impl Ctx<'_> {
         Pm4Error::Memory { location: *self.location, opcode: self.opcode, source }
     }
 
+    /// A GDS access error at this packet.
+    #[inline]
+    pub fn gds_err(&self, source: super::GdsError) -> Pm4Error {
+        Pm4Error::Gds { location: *self.location, opcode: self.opcode, source }
+    }
+
+    /// Reads dwords of the GPU-wide GDS from byte `offset`.
+    pub fn read_gds(&self, offset: u64, out: &mut [u32]) -> Result<(), Pm4Error> {
+        self.state.global.read_gds(offset, out).map_err(|e| self.gds_err(e))
+    }
+
+    /// Writes dwords to the GPU-wide GDS from byte `offset`.
+    pub fn write_gds(&self, offset: u64, data: &[u32]) -> Result<(), Pm4Error> {
+        self.state.global.write_gds(offset, data).map_err(|e| self.gds_err(e))
+    }
+
+    /// Copies `dwords` dwords of GDS from byte `offset` to guest memory.
+    pub fn copy_gds_to_memory(&mut self, offset: u64, dwords: u32, address: u64) -> Result<(), Pm4Error> {
+        let mut buf = [0u32; 64];
+        let mut bytes = [0u8; 256];
+        let mut done = 0u32;
+        while done < dwords {
+            let n = (dwords - done).min(64) as usize;
+            let chunk = &mut buf[..n];
+            self.read_gds(offset + u64::from(done) * 4, chunk)?;
+            for (slot, value) in bytes.chunks_exact_mut(4).zip(chunk.iter()) {
+                slot.copy_from_slice(&value.to_le_bytes());
+            }
+            let r = self.memory.write_bytes(address.wrapping_add(u64::from(done) * 4), &bytes[..n * 4]);
+            r.map_err(|e| self.mem_err(e))?;
+            done += n as u32;
+        }
+        Ok(())
+    }
+
     /// The packet's typed body; a body too short for its layout is an
     /// error at this packet.
     #[inline]
@@ -174,6 +210,26 @@ impl Ctx<'_> {
         write_register(self.state, register, value);
     }
 
+    /// Reads a register as a packet sees it (UCONFIG from the GPU-wide file).
+    #[inline]
+    pub fn read_register(&mut self, register: u32) -> u32 {
+        read_register(self.state, register)
+    }
+
+    /// [`Self::write_register`] for a register named at compile time: one
+    /// without an action is stored with no table lookup.
+    #[inline]
+    pub fn write_named_register<const REGISTER: u32>(&mut self, value: u32) {
+        if const { tables::has_action(REGISTER) } {
+            write_register(self.state, REGISTER, value);
+        } else if !self.state.regs.set(REGISTER, value) {
+            outside_register_file(self.state, REGISTER);
+        } else if REGISTER >= space::UCONFIG {
+            // UCONFIG registers are GPU-wide.
+            self.state.global.set_uconfig(REGISTER, value);
+        }
+    }
+
     /// The next timestamp: the backend's clock or the deterministic one.
     pub fn gpu_clock(&mut self) -> u64 {
         match self.backend.gpu_clock() {
@@ -186,17 +242,42 @@ impl Ctx<'_> {
     }
 }
 
+#[cold]
+#[inline(never)]
+fn outside_register_file(state: &ProcessorState, register: u32) {
+    tracing::warn!(queue = %state.queue, "register write to {register:#x} is outside the register file");
+}
+
 /// Stores a register value and applies the register's action.
 /// Indices past the register file are dropped (and logged).
 #[inline]
 pub(crate) fn write_register(state: &mut ProcessorState, register: u32, value: u32) {
     if !state.regs.set(register, value) {
-        tracing::warn!(queue = %state.queue, "register write to {register:#x} is outside the register file");
+        outside_register_file(state, register);
         return;
+    }
+    if register >= space::UCONFIG {
+        state.global.set_uconfig(register, value);
     }
     match tables::register_action(register) {
         tables::RegisterAction::None => {}
         tables::RegisterAction::Mark(groups) => state.dirty |= groups,
         tables::RegisterAction::Call(handler) => handler(state, register, value),
+    }
+}
+
+/// Reads a register as a packet sees it: UCONFIG registers are GPU-wide
+/// (another queue may have written them), everything else is this queue's.
+/// The value read is kept in this queue's register file too.
+#[inline]
+pub(crate) fn read_register(state: &mut ProcessorState, register: u32) -> u32 {
+    if (space::UCONFIG..space::END).contains(&register) {
+        let value = state.global.uconfig(register);
+        if state.regs.get(register) != value {
+            state.regs.set(register, value);
+        }
+        value
+    } else {
+        state.regs.get(register)
     }
 }

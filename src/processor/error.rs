@@ -4,6 +4,7 @@ use crate::memory::MemoryError;
 use crate::packet::body::BodyError;
 use crate::packet::reader::{FrameError, FrameErrorKind};
 use crate::packet::{Opcode, PacketLocation};
+use crate::processor::GdsError;
 
 /// A submission could not be carried out.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -17,6 +18,14 @@ pub enum Pm4Error {
         opcode: Opcode,
         #[source]
         source: MemoryError,
+    },
+    /// A packet read or wrote outside the global data share.
+    #[error("{opcode} at {location}: {source}")]
+    Gds {
+        location: PacketLocation,
+        opcode: Opcode,
+        #[source]
+        source: GdsError,
     },
     /// The packet's length runs past the end of its buffer.
     #[error("packet header {header:#010x} at {location}: length {length_dw} dwords runs past the end of its buffer ({remaining_dw} dwords left)")]
@@ -71,6 +80,7 @@ impl Pm4Error {
     pub fn kind(&self) -> &'static str {
         match self {
             Pm4Error::Memory { .. } => "memory",
+            Pm4Error::Gds { .. } => "gds",
             Pm4Error::PacketOverrun { .. } => "packet_overrun",
             Pm4Error::Type1Header { .. } => "type1_header",
             Pm4Error::MalformedPacket { .. } => "malformed_packet",
@@ -87,6 +97,7 @@ impl Pm4Error {
     pub fn location(&self) -> Option<PacketLocation> {
         match self {
             Pm4Error::Memory { location, .. }
+            | Pm4Error::Gds { location, .. }
             | Pm4Error::PacketOverrun { location, .. }
             | Pm4Error::Type1Header { location, .. }
             | Pm4Error::MalformedPacket { location, .. }

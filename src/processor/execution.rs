@@ -1,6 +1,7 @@
 //! [`Pm4Execution`]: everything a queue needs to stop and resume a
 //! submission: the cursor into the current buffer, the indirect-buffer
-//! stack, predication, a pending COND_EXEC skip and why it is suspended.
+//! stack, predication and why it is suspended. (A COND_EXEC / PRED_EXEC
+//! skip moves the cursor at once: the skipped dwords are never parsed.)
 //! It is a plain value, never a thread's stack.
 
 use crate::packet::body::{CompareFunction, PollTarget};
@@ -124,6 +125,10 @@ pub struct Predication {
     /// Accumulated condition for CONTINUE packets (ZPASS sum != 0 /
     /// no overflow seen).
     pub accumulated: bool,
+    /// A ZPASS block of this predicate was not final and HINT = 1 asked to
+    /// draw anyway: predicated packets run whatever PRED_BOOL says, until
+    /// the next SET_PREDICATION without CONTINUE.
+    pub not_final: bool,
 }
 
 /// A resumable execution of one submission.
@@ -135,8 +140,6 @@ pub struct Pm4Execution {
     max_depth: usize,
     /// Predication state.
     pub predication: Predication,
-    /// Dwords still to skip because of COND_EXEC / PRED_EXEC.
-    pub skip_dw: u32,
     /// Why the execution is suspended, if it is.
     pub suspended: Option<SuspendReason>,
     /// Packets executed or skipped in this submission (the work budget).
@@ -147,14 +150,7 @@ impl Pm4Execution {
     /// An idle execution allowing `max_depth` nested buffers.
     pub fn new(max_depth: usize) -> Self {
         let max_depth = max_depth.max(1);
-        Self {
-            stack: Vec::new(),
-            max_depth,
-            predication: Predication::default(),
-            skip_dw: 0,
-            suspended: None,
-            packets: 0,
-        }
+        Self { stack: Vec::new(), max_depth, predication: Predication::default(), suspended: None, packets: 0 }
     }
 
     /// True when there is nothing left to run.
@@ -170,7 +166,6 @@ impl Pm4Execution {
         }
         self.stack.clear();
         self.stack.push(Cursor::new(buffer, size_dw));
-        self.skip_dw = 0;
         self.suspended = None;
         self.packets = 0;
     }
@@ -178,7 +173,6 @@ impl Pm4Execution {
     /// Drops whatever is running.
     pub fn reset(&mut self) {
         self.stack.clear();
-        self.skip_dw = 0;
         self.suspended = None;
         self.packets = 0;
     }

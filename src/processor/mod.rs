@@ -12,21 +12,24 @@
 mod context;
 pub mod error;
 pub mod execution;
+pub mod global;
 pub(crate) mod handlers;
 pub mod tables;
 mod window;
 
 pub use error::Pm4Error;
 pub use execution::{Cursor, Pm4Execution, Predication, SuspendReason};
+pub use global::{GdsError, GlobalState, DEFAULT_GDS_BYTES};
 pub use handlers::nop::convention_name as nop_convention;
 
 use crate::backend::{Backend, ProgramBinding, QueueId, UnknownPacket};
 use crate::memory::GuestMemory;
 use crate::packet::reader::{self, FrameError, FrameErrorKind};
 use crate::packet::{Header, Opcode, Packet, PacketLocation, PacketType};
-use crate::regs::RegisterFile;
+use crate::regs::{space, RegisterFile};
 use crate::shader::ShaderRegistry;
 use context::{Ctx, Flow, WatchedMemory};
+use std::sync::Arc;
 use window::PrefetchWindow;
 
 /// What to do with a packet whose opcode the gfx10.3 map does not name.
@@ -84,6 +87,8 @@ pub struct ProcessorConfig {
     /// is reported ([`Backend::skipped_indirect_buffer`]) and skipped instead
     /// of stopping the submission with a memory error.
     pub skip_unmapped_ibs: bool,
+    /// Size of the global data share in bytes (64 KiB on gfx10.3 parts).
+    pub gds_bytes: u32,
 }
 
 impl Default for ProcessorConfig {
@@ -97,6 +102,7 @@ impl Default for ProcessorConfig {
             max_unknown_reports: 64,
             report_packets: false,
             skip_unmapped_ibs: false,
+            gds_bytes: DEFAULT_GDS_BYTES,
         }
     }
 }
@@ -164,7 +170,8 @@ pub struct ProcessorStats {
     pub draws: u64,
     /// Dispatch packets executed.
     pub dispatches: u64,
-    /// Packets skipped by predication, COND_EXEC or PRED_EXEC.
+    /// Packets skipped by predication, plus one per run of dwords skipped
+    /// by COND_EXEC or PRED_EXEC (those dwords are not parsed as packets).
     pub skipped: u64,
     /// Releases that retired (RELEASE_MEM, EVENT_WRITE_EOP/EOS).
     pub fences: u64,
@@ -283,10 +290,18 @@ pub struct ProcessorState {
     pub queue_registers: Vec<u32>,
     /// Deterministic clock for timestamps when the backend has none.
     pub clock: u64,
+    /// The task control buffer set by DISPATCH_TASK_STATE_INIT.
+    pub task_control_buffer: u64,
+    /// The GPU-wide UCONFIG registers and GDS (shared with every queue of
+    /// the same GPU).
+    pub global: Arc<GlobalState>,
+    /// The host had `&mut` access to the register file: its UCONFIG values
+    /// are published to [`GlobalState`] before the next packet runs.
+    pub(crate) host_registers: bool,
 }
 
 impl ProcessorState {
-    fn new(queue: QueueId, config: ProcessorConfig) -> Self {
+    fn new(queue: QueueId, config: ProcessorConfig, global: Arc<GlobalState>) -> Self {
         Self {
             queue,
             regs: RegisterFile::new(),
@@ -308,6 +323,31 @@ impl ProcessorState {
             context_control: (0, 0),
             queue_registers: Vec::new(),
             clock: 0,
+            task_control_buffer: 0,
+            global,
+            host_registers: false,
+        }
+    }
+
+    /// Copies the GPU-wide UCONFIG values into this register file, where
+    /// they differ (so the host sees and edits current values).
+    fn pull_uconfig(&mut self) {
+        for register in space::UCONFIG..space::END {
+            let value = self.global.uconfig(register);
+            if self.regs.get(register) != value {
+                self.regs.set(register, value);
+            }
+        }
+    }
+
+    /// Publishes the UCONFIG values the host changed in this register file.
+    fn push_uconfig(&mut self) {
+        self.host_registers = false;
+        for register in space::UCONFIG..space::END {
+            let value = self.regs.get(register);
+            if self.global.uconfig(register) != value {
+                self.global.set_uconfig(register, value);
+            }
         }
     }
 }
@@ -345,15 +385,41 @@ impl Processor {
         Self::with_config(queue, ProcessorConfig::default())
     }
 
-    /// A processor for `queue`.
+    /// A processor for `queue` with its own [`GlobalState`] (UCONFIG
+    /// registers and a GDS of `config.gds_bytes`), as when it is the only
+    /// queue an embedder drives.
     pub fn with_config(queue: QueueId, config: ProcessorConfig) -> Self {
+        let global = Arc::new(GlobalState::new(config.gds_bytes));
+        Self::with_global(queue, config, global)
+    }
+
+    /// A processor for `queue` that shares the UCONFIG registers and the
+    /// GDS of `global` with every other processor given the same one.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use pm4core::backend::QueueId;
+    /// use pm4core::processor::{GlobalState, Processor, ProcessorConfig};
+    ///
+    /// let global = Arc::new(GlobalState::default());
+    /// let gfx = Processor::with_global(QueueId::GRAPHICS, ProcessorConfig::default(), Arc::clone(&global));
+    /// let queue = QueueId::compute(0, 0).unwrap();
+    /// let comp = Processor::with_global(queue, ProcessorConfig::default(), Arc::clone(&global));
+    /// assert!(Arc::ptr_eq(gfx.global(), comp.global()));
+    /// ```
+    pub fn with_global(queue: QueueId, config: ProcessorConfig, global: Arc<GlobalState>) -> Self {
         let depth = config.max_ib_depth;
         Self {
             de: Pm4Execution::new(depth),
             ce: Pm4Execution::new(depth),
             window: PrefetchWindow::new(),
-            state: ProcessorState::new(queue, config),
+            state: ProcessorState::new(queue, config, global),
         }
+    }
+
+    /// The GPU-wide state this processor shares: UCONFIG registers, GDS.
+    pub fn global(&self) -> &Arc<GlobalState> {
+        &self.state.global
     }
 
     /// The queue this processor serves.
@@ -361,14 +427,41 @@ impl Processor {
         self.state.queue
     }
 
-    /// The register file.
+    /// The register file: context and SH registers of this queue; UCONFIG
+    /// registers as this queue last wrote or read them (the GPU-wide values
+    /// are [`Processor::register`] or [`Processor::global`]).
     pub fn registers(&self) -> &RegisterFile {
         &self.state.regs
     }
 
-    /// The register file, for host-side set-up.
+    /// Register `index` as a packet of this queue reads it: UCONFIG from
+    /// the GPU-wide file, everything else from this queue's.
+    pub fn register(&self, index: u32) -> u32 {
+        if GlobalState::is_uconfig(index) {
+            self.state.global.uconfig(index)
+        } else {
+            self.state.regs.get(index)
+        }
+    }
+
+    /// The register file, for host-side set-up. UCONFIG registers are
+    /// GPU-wide: the file shows their current values, and those the host
+    /// changes are published to [`GlobalState`] before the next packet runs
+    /// (or at once with [`Processor::publish_host_registers`]).
     pub fn registers_mut(&mut self) -> &mut RegisterFile {
+        if !self.state.host_registers {
+            self.state.pull_uconfig();
+            self.state.host_registers = true;
+        }
         &mut self.state.regs
+    }
+
+    /// Publishes the UCONFIG values changed through
+    /// [`Processor::registers_mut`] to the GPU-wide registers now.
+    pub fn publish_host_registers(&mut self) {
+        if self.state.host_registers {
+            self.state.push_uconfig();
+        }
     }
 
     /// Counters.
@@ -435,6 +528,7 @@ impl Processor {
         }
         // The host may have written memory since the last call.
         self.window.invalidate();
+        self.publish_host_registers();
         let mut budget = max_packets;
         let result = self.drive(env, &mut budget);
         if result.is_err() {
@@ -504,12 +598,50 @@ impl Processor {
     }
 }
 
-/// The ProcessPm4 loop over one stream.
-///
-/// The outer loop picks the current buffer off the IB stack; the inner loop
-/// walks packets of that buffer with the cursor offset in a local, writing it
-/// back before any handler runs (handlers see an up-to-date IB stack) and
-/// leaving for the outer loop whenever a handler changed the stack.
+/// What the loop counts per packet, kept in locals while packets run and
+/// added to [`ProcessorStats`] when the stream stops (handlers never read
+/// these counters).
+struct Tally<'a> {
+    packets: u64,
+    dwords: u64,
+    type0: u64,
+    type2: u64,
+    /// `ProcessorStats::by_opcode`, taken out of the stats for the run.
+    by_opcode: &'a mut [u64; 256],
+    /// Whether the backend gets a call per packet.
+    report: bool,
+}
+
+impl Tally<'_> {
+    /// Counts a type-3 packet of `length` dwords.
+    #[inline(always)]
+    fn type3(&mut self, header: Header, length: u32) {
+        self.packets += 1;
+        self.dwords += u64::from(length);
+        self.by_opcode[usize::from(header.opcode().0)] += 1;
+    }
+
+    /// Counts a packet of any type.
+    #[inline]
+    fn any(&mut self, header: Header, length: u32) {
+        match header.packet_type() {
+            PacketType::Type3 => self.type3(header, length),
+            PacketType::Type2 => {
+                self.packets += 1;
+                self.dwords += u64::from(length);
+                self.type2 += 1;
+            }
+            PacketType::Type0 | PacketType::Type1 => {
+                self.packets += 1;
+                self.dwords += u64::from(length);
+                self.type0 += 1;
+            }
+        }
+    }
+}
+
+/// The ProcessPm4 loop over one stream, with the packet counters kept in
+/// locals for the run (see [`Tally`]).
 fn run_stream(
     engine: Engine,
     exec: &mut Pm4Execution,
@@ -518,7 +650,47 @@ fn run_stream(
     env: &mut Env<'_>,
     budget: &mut u64,
 ) -> Result<StreamStatus, Pm4Error> {
+    let mut by_opcode = std::mem::take(&mut state.stats.by_opcode);
+    by_opcode.resize(256, 0);
+    let result = match <&mut [u64; 256]>::try_from(by_opcode.as_mut_slice()) {
+        Ok(counts) => {
+            let report = state.config.report_packets;
+            let mut tally = Tally { packets: 0, dwords: 0, type0: 0, type2: 0, by_opcode: counts, report };
+            let result = run_packets(engine, exec, window, state, env, budget, &mut tally);
+            let stats = &mut state.stats;
+            stats.packets += tally.packets;
+            stats.dwords += tally.dwords;
+            stats.type0 += tally.type0;
+            stats.type2 += tally.type2;
+            result
+        }
+        Err(_) => Ok(StreamStatus::Completed),
+    };
+    state.stats.by_opcode = by_opcode;
+    result
+}
+
+/// The packets of one stream.
+///
+/// The outer loop picks the current buffer off the IB stack; the inner loop
+/// walks packets of that buffer with the cursor offset in a local, writing it
+/// back before any handler runs (handlers see an up-to-date IB stack) and
+/// leaving for the outer loop whenever a handler changed the stack.
+fn run_packets(
+    engine: Engine,
+    exec: &mut Pm4Execution,
+    window: &mut PrefetchWindow,
+    state: &mut ProcessorState,
+    env: &mut Env<'_>,
+    budget: &mut u64,
+    tally: &mut Tally<'_>,
+) -> Result<StreamStatus, Pm4Error> {
     exec.suspended = None;
+    let work_budget = state.config.work_budget;
+    // Compute queues have their own table (graphics-only packets marked) and
+    // no register-run fast path (some register writers are graphics-only).
+    let graphics = state.queue.is_graphics();
+    let opcode_table = if graphics { &tables::OPCODE_TABLE } else { &tables::COMPUTE_OPCODE_TABLE };
     loop {
         if !exec.pop_finished() {
             exec.reset();
@@ -533,6 +705,22 @@ fn run_stream(
 
         // Packets of this buffer.
         while offset < size {
+            // Register writers and one-dword pads, straight from the window
+            // (see `register_run`); anything else, and whatever the window
+            // does not hold, goes the general way below.
+            if graphics && !tally.report {
+                let limit = (*budget).min(work_budget.saturating_sub(exec.packets));
+                let address = buffer.wrapping_add(u64::from(offset) * 4);
+                let held = window.held_from(address);
+                let held = held.get(..(size - offset) as usize).unwrap_or(held);
+                let (packets, dwords) = register_run(held, limit, exec.predication.skip, state, tally);
+                if packets > 0 {
+                    offset += dwords;
+                    exec.packets += packets;
+                    *budget -= packets;
+                    continue;
+                }
+            }
             if *budget == 0 {
                 set_offset(exec, depth, offset);
                 return Ok(StreamStatus::Yielded);
@@ -550,54 +738,32 @@ fn run_stream(
                     return Err(Pm4Error::from_frame(FrameError { location, kind: FrameErrorKind::Unreadable(source) }))
                 }
             };
-            let header = Header(window.slice(start, 1).first().copied().unwrap_or(0));
+            let header = Header(window.word(start));
             let length = match reader::frame_length(header, remaining) {
                 Ok(length) => length,
                 Err(kind) => return Err(Pm4Error::from_frame(FrameError { location, kind })),
             };
 
             exec.packets += 1;
-            if exec.packets > state.config.work_budget {
-                return Err(Pm4Error::WorkBudgetExhausted { location, budget: state.config.work_budget });
+            if exec.packets > work_budget {
+                return Err(Pm4Error::WorkBudgetExhausted { location, budget: work_budget });
             }
             *budget -= 1;
 
-            // COND_EXEC / PRED_EXEC skips: whole packets while they fit.
-            if exec.skip_dw > 0 {
-                let n = length.min(exec.skip_dw);
-                exec.skip_dw -= n;
-                offset += n;
-                count_packet(state, env, header, n, buffer, size, packet_offset);
-                state.stats.skipped += 1;
+            // Anything but an unpredicated (or not skipped) type-3 packet:
+            // the rare cases, out of line. (COND_EXEC and PRED_EXEC skips
+            // move the cursor in their handler: skipped dwords never get here.)
+            if header.0 < 0xC000_0000 || (header.predicate() && exec.predication.skip) {
+                offset += skip_or_type0(window, state, env, header, length, location, tally)?;
                 continue;
             }
-
-            match header.packet_type() {
-                PacketType::Type3 => {}
-                PacketType::Type2 => {
-                    offset += 1;
-                    count_packet(state, env, header, 1, buffer, size, packet_offset);
-                    continue;
+            // The one-dword NOP pad has nothing to run.
+            if length == 1 && header.opcode() == Opcode::NOP {
+                offset += 1;
+                tally.type3(header, 1);
+                if tally.report {
+                    report_packet(state, env, header, location);
                 }
-                PacketType::Type0 | PacketType::Type1 => {
-                    let start = window
-                        .ensure(env.memory, address, length, remaining)
-                        .map_err(|source| Pm4Error::Memory { location, opcode: Opcode::NOP, source })?;
-                    let base = header.type0_base();
-                    for (i, value) in window.slice(start, length).iter().skip(1).enumerate() {
-                        context::write_register(state, base.wrapping_add(i as u32), *value);
-                    }
-                    tracing::debug!(queue = %state.queue, %location, "type-0 packet writes registers from {base:#x}");
-                    offset += length;
-                    count_packet(state, env, header, length, buffer, size, packet_offset);
-                    continue;
-                }
-            }
-
-            if header.predicate() && exec.predication.skip {
-                offset += length;
-                count_packet(state, env, header, length, buffer, size, packet_offset);
-                state.stats.skipped += 1;
                 continue;
             }
 
@@ -615,9 +781,9 @@ fn run_stream(
             let opcode = header.opcode();
             // Register writers touch neither the stack nor memory: no
             // write-back of the cursor, no handler context.
-            let handler = match tables::OPCODE_TABLE[opcode.0 as usize] {
+            let handler = match opcode_table[opcode.0 as usize] {
                 tables::OpcodeEntry::Handler(handler) => Some(handler),
-                tables::OpcodeEntry::Unhandled => None,
+                tables::OpcodeEntry::Unhandled | tables::OpcodeEntry::GraphicsOnly => None,
                 tables::OpcodeEntry::SetRegisters { base, size: space_size } => {
                     match words.get(1..).and_then(|body| body.split_first()) {
                         Some((first, values)) => {
@@ -631,7 +797,10 @@ fn run_stream(
                         }
                     }
                     offset += length;
-                    count_packet(state, env, header, length, buffer, size, packet_offset);
+                    tally.type3(header, length);
+                    if tally.report {
+                        report_packet(state, env, header, location);
+                    }
                     continue;
                 }
             };
@@ -670,16 +839,24 @@ fn run_stream(
                 window.invalidate();
             }
             match flow {
-                Flow::Continue => count_packet(state, env, header, length, buffer, size, packet_offset),
+                Flow::Continue => {
+                    tally.type3(header, length);
+                    if tally.report {
+                        report_packet(state, env, header, location);
+                    }
+                }
                 Flow::RunConstantEngine => {
-                    count_packet(state, env, header, length, buffer, size, packet_offset);
+                    tally.type3(header, length);
+                    if tally.report {
+                        report_packet(state, env, header, location);
+                    }
                     return Ok(StreamStatus::RunConstantEngine);
                 }
                 Flow::Suspend(reason) => {
                     // Re-executed on resume: put the cursor back on the packet,
                     // and do not charge the work budget for the attempt (a
                     // long wait must not end in WorkBudgetExhausted).
-                    set_offset(exec, depth, offset);
+                    set_offset(exec, depth, packet_offset);
                     exec.packets = exec.packets.saturating_sub(1);
                     exec.suspended = Some(reason);
                     state.stats.waits += 1;
@@ -701,38 +878,133 @@ fn run_stream(
     }
 }
 
+/// The loop's fast path: from the start of `words` (the buffer's dwords the
+/// prefetch window holds, from the cursor on), runs packets while they are
+/// plain register writers (stored with their register actions, as the
+/// general path stores them) or one-dword NOP pads, at most `limit` of
+/// them. Stops before anything else: another opcode, a type-0/1/2 header, a
+/// predicated packet while predication skips, a packet the window does not
+/// hold whole. Returns the packets run and the dwords they took.
 #[inline]
-fn set_offset(exec: &mut Pm4Execution, depth: usize, offset: u32) {
-    if let Some(c) = exec.at_mut(depth) {
-        c.offset_dw = offset;
+fn register_run(
+    words: &[u32],
+    limit: u64,
+    predication_skips: bool,
+    state: &mut ProcessorState,
+    tally: &mut Tally<'_>,
+) -> (u64, u32) {
+    let mut at = 0usize;
+    let mut packets = 0u64;
+    while packets < limit {
+        let Some(&header) = words.get(at) else { break };
+        if header < 0xC000_0000 || (header & 1 != 0 && predication_skips) {
+            break;
+        }
+        let opcode = (header >> 8) & 0xFF;
+        // The reader's framing rule, against the dwords held: a packet
+        // they do not hold whole goes the general way.
+        let held = (words.len() - at) as u32;
+        let Ok(length) = reader::frame_length(Header(header), held) else { break };
+        let length = length as usize;
+        if length == 1 {
+            if opcode != u32::from(Opcode::NOP.0) {
+                break;
+            }
+            tally.by_opcode[opcode as usize] += 1;
+            at += 1;
+            packets += 1;
+            continue;
+        }
+        let space = tables::REGISTER_RUNS[opcode as usize];
+        if space.size == 0 {
+            break;
+        }
+        let Some((first, values)) = words.get(at + 1..at + length).and_then(|body| body.split_first()) else {
+            break;
+        };
+        let offset = first & 0xFFFF;
+        if !handlers::registers::write_run_in_page(state, space.base, space.size, offset, values) {
+            handlers::registers::write_run(state, space.base, space.size, offset, values);
+        }
+        tally.by_opcode[opcode as usize] += 1;
+        at += length;
+        packets += 1;
     }
+    tally.packets += packets;
+    tally.dwords += at as u64;
+    (packets, at as u32)
 }
 
-#[inline]
-fn count_packet(
+/// A packet consumed by its length without a handler: a type-2 filler, a type-0 register run, or a
+/// predicated packet while predication says "skip". Returns the dwords
+/// consumed.
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn skip_or_type0(
+    window: &mut PrefetchWindow,
     state: &mut ProcessorState,
     env: &mut Env<'_>,
     header: Header,
     length: u32,
-    buffer: u64,
-    buffer_size_dw: u32,
-    offset_dw: u32,
-) {
-    if state.config.report_packets {
-        let location = PacketLocation { buffer, buffer_size_dw, offset_dw };
-        env.backend.packet(state.queue, header, &location);
+    location: PacketLocation,
+    tally: &mut Tally<'_>,
+) -> Result<u32, Pm4Error> {
+    let consumed = skip_or_type0_run(window, state, env, header, length, location, tally)?;
+    if tally.report {
+        report_packet(state, env, header, location);
     }
-    let stats = &mut state.stats;
-    stats.packets += 1;
-    stats.dwords += u64::from(length);
+    Ok(consumed)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn skip_or_type0_run(
+    window: &mut PrefetchWindow,
+    state: &mut ProcessorState,
+    env: &mut Env<'_>,
+    header: Header,
+    length: u32,
+    location: PacketLocation,
+    tally: &mut Tally<'_>,
+) -> Result<u32, Pm4Error> {
     match header.packet_type() {
         PacketType::Type3 => {
-            if let Some(slot) = stats.by_opcode.get_mut(header.opcode().0 as usize) {
-                *slot += 1;
-            }
+            // Predicated while predication says "skip".
+            tally.type3(header, length);
+            state.stats.skipped += 1;
+            Ok(length)
         }
-        PacketType::Type2 => stats.type2 += 1,
-        PacketType::Type0 | PacketType::Type1 => stats.type0 += 1,
+        PacketType::Type2 => {
+            tally.any(header, 1);
+            Ok(1)
+        }
+        PacketType::Type0 | PacketType::Type1 => {
+            let remaining = location.buffer_size_dw - location.offset_dw;
+            let start = window
+                .ensure(env.memory, location.address(), length, remaining)
+                .map_err(|source| Pm4Error::Memory { location, opcode: Opcode::NOP, source })?;
+            let base = header.type0_base();
+            for (i, value) in window.slice(start, length).iter().skip(1).enumerate() {
+                context::write_register(state, base.wrapping_add(i as u32), *value);
+            }
+            tracing::debug!(queue = %state.queue, %location, "type-0 packet writes registers from {base:#x}");
+            tally.any(header, length);
+            Ok(length)
+        }
+    }
+}
+
+/// [`Backend::packet`] for a packet counted (when the configuration asks).
+#[cold]
+#[inline(never)]
+fn report_packet(state: &ProcessorState, env: &mut Env<'_>, header: Header, location: PacketLocation) {
+    env.backend.packet(state.queue, header, &location);
+}
+
+#[inline]
+fn set_offset(exec: &mut Pm4Execution, depth: usize, offset: u32) {
+    if let Some(c) = exec.at_mut(depth) {
+        c.offset_dw = offset;
     }
 }
 

@@ -1,5 +1,7 @@
-//! The four dispatch tables, built at compile time: CP opcode → entry (256:
-//! a packet handler, a register writer described as data, or unhandled), and context (0xA000..0xA3FF), SH (0x2C00..0x2FFF)
+//! The dispatch tables, built at compile time: CP opcode → entry (256: a
+//! packet handler, a register writer described as data, or unhandled; one
+//! table for the graphics queue and one for compute queues, where the
+//! graphics-only packets are marked), and context (0xA000..0xA3FF), SH (0x2C00..0x2FFF)
 //! and uconfig (0xC000..0xFFFF) register → register action. A register
 //! without an action is still stored in the register file; an action adds
 //! behaviour: marking the state groups a draw reports as changed, or
@@ -29,6 +31,10 @@ pub(crate) enum OpcodeEntry {
     SetRegisters { base: u32, size: u32 },
     /// Any other packet.
     Handler(OpcodeHandler),
+    /// A graphics-ring packet met on a compute queue: a driver bug on real
+    /// hardware, reported like an unknown packet (hex dump, counted, skipped
+    /// or stopping per [`super::UnknownPacketPolicy`]).
+    GraphicsOnly,
 }
 
 /// A register handler function: runs after the value is stored.
@@ -131,16 +137,134 @@ const fn opcode_table() -> [OpcodeEntry; 256] {
         DUMP_CONST_RAM_OFFSET => const_engine::dump_const_ram,
         LOAD_CONTEXT_REG_INDEX => registers::load_reg_index,
         SET_QUEUE_REG => registers::set_queue_reg,
+        SET_CONTEXT_REG_INDIRECT => registers::set_context_reg_indirect,
+        SET_SH_REG_OFFSET => registers::set_sh_reg_offset,
+        DISPATCH_MESH_INDIRECT_MULTI => draw::dispatch_mesh_indirect_multi,
+        DISPATCH_TASKMESH_GFX => draw::dispatch_taskmesh_gfx,
+        DRAW_INDEX_MULTI_INST => draw::draw_index_multi_inst,
+        DISPATCH_TASK_STATE_INIT => dispatch::dispatch_task_state_init,
+        DISPATCH_TASKMESH_DIRECT_ACE => dispatch::dispatch_taskmesh_direct_ace,
+        DISPATCH_TASKMESH_INDIRECT_MULTI_ACE => dispatch::dispatch_taskmesh_indirect_multi_ace,
     }
     t
 }
 
-/// CP opcode → what executes it.
+/// Packets only the graphics ring (or its constant engine) accepts: named
+/// in packets.md §2 with engines G and/or CE but not C, and absent from the
+/// compute-ring (MEC) packet set listed there.
+pub const GRAPHICS_ONLY: [Opcode; 60] = [
+    Opcode::SET_BASE,
+    Opcode::CLEAR_STATE,
+    Opcode::INDEX_BUFFER_SIZE,
+    Opcode::OCCLUSION_QUERY,
+    Opcode::SET_PREDICATION,
+    Opcode::REG_RMW,
+    Opcode::PRED_EXEC,
+    Opcode::DRAW_INDIRECT,
+    Opcode::DRAW_INDEX_INDIRECT,
+    Opcode::INDEX_BASE,
+    Opcode::DRAW_INDEX_2,
+    Opcode::CONTEXT_CONTROL,
+    Opcode::INDEX_TYPE,
+    Opcode::DRAW_INDIRECT_MULTI,
+    Opcode::DRAW_INDEX_AUTO,
+    Opcode::NUM_INSTANCES,
+    Opcode::DRAW_INDEX_MULTI_AUTO,
+    Opcode::INDIRECT_BUFFER_CONST,
+    Opcode::STRMOUT_BUFFER_UPDATE,
+    Opcode::DRAW_INDEX_OFFSET_2,
+    Opcode::DRAW_PREAMBLE,
+    Opcode::DRAW_INDEX_INDIRECT_MULTI,
+    Opcode::DRAW_INDEX_MULTI_INST,
+    Opcode::COPY_DW,
+    Opcode::CP_DMA,
+    Opcode::PFP_SYNC_ME,
+    Opcode::SURFACE_SYNC,
+    Opcode::EVENT_WRITE_EOP,
+    Opcode::EVENT_WRITE_EOS,
+    Opcode::PREAMBLE_CNTL,
+    Opcode::DISPATCH_MESH_INDIRECT_MULTI,
+    Opcode::DISPATCH_TASKMESH_GFX,
+    Opcode::CONTEXT_REG_RMW,
+    Opcode::LOAD_UCONFIG_REG,
+    Opcode::LOAD_SH_REG,
+    Opcode::LOAD_CONFIG_REG,
+    Opcode::LOAD_CONTEXT_REG,
+    Opcode::LOAD_UCONFIG_REG_INDEX,
+    Opcode::SET_CONTEXT_REG,
+    Opcode::SET_CONTEXT_REG_INDEX,
+    Opcode::SET_CONTEXT_REG_INDIRECT,
+    Opcode::SET_SH_REG_OFFSET,
+    Opcode::SET_UCONFIG_REG_INDEX,
+    Opcode::LOAD_CONST_RAM,
+    Opcode::WRITE_CONST_RAM,
+    Opcode::DUMP_CONST_RAM,
+    Opcode::INCREMENT_CE_COUNTER,
+    Opcode::INCREMENT_DE_COUNTER,
+    Opcode::WAIT_ON_DE_COUNTER_DIFF,
+    Opcode::SWITCH_BUFFER,
+    Opcode::GET_LOD_STATS,
+    Opcode::FRAME_CONTROL,
+    Opcode::INDEX_ATTRIBUTES_INDIRECT,
+    Opcode::WAIT_FOR_WRITE_CONFIRM,
+    Opcode::DRAW_INDIRECT_COUNT_MULTI,
+    Opcode::DRAW_INDEX_INDIRECT_COUNT_MULTI,
+    Opcode::DUMP_CONST_RAM_OFFSET,
+    Opcode::LOAD_CONTEXT_REG_INDEX,
+    Opcode::CONTEXT_PUSH,
+    Opcode::CONTEXT_POP,
+];
+
+const fn compute_opcode_table() -> [OpcodeEntry; 256] {
+    let mut t = opcode_table();
+    let mut i = 0;
+    while i < GRAPHICS_ONLY.len() {
+        t[GRAPHICS_ONLY[i].0 as usize] = OpcodeEntry::GraphicsOnly;
+        i += 1;
+    }
+    t
+}
+
+/// The register space a plain register writer writes (`size` 0 for every
+/// other opcode): [`OpcodeEntry::SetRegisters`] as a compact table for the
+/// loop's fast path.
+#[derive(Clone, Copy)]
+pub(crate) struct RegisterRun {
+    pub base: u32,
+    pub size: u32,
+}
+
+const fn register_runs() -> [RegisterRun; 256] {
+    let entries = opcode_table();
+    let mut t = [RegisterRun { base: 0, size: 0 }; 256];
+    let mut i = 0;
+    while i < 256 {
+        if let OpcodeEntry::SetRegisters { base, size } = entries[i] {
+            t[i] = RegisterRun { base, size };
+        }
+        i += 1;
+    }
+    t
+}
+
+/// CP opcode → the space its register run writes, for plain register writers.
+pub(crate) static REGISTER_RUNS: [RegisterRun; 256] = register_runs();
+
+/// CP opcode → what executes it, on the graphics queue.
 pub(crate) static OPCODE_TABLE: [OpcodeEntry; 256] = opcode_table();
 
-/// True when pm4core executes `opcode`.
+/// CP opcode → what executes it, on a compute queue.
+pub(crate) static COMPUTE_OPCODE_TABLE: [OpcodeEntry; 256] = compute_opcode_table();
+
+/// True when pm4core executes `opcode` (on the graphics queue).
 pub fn is_emulated(opcode: Opcode) -> bool {
     !matches!(OPCODE_TABLE[opcode.0 as usize], OpcodeEntry::Unhandled)
+}
+
+/// True when `opcode` is a graphics-ring packet that compute queues report
+/// as an unknown packet.
+pub fn is_graphics_only(opcode: Opcode) -> bool {
+    matches!(COMPUTE_OPCODE_TABLE[opcode.0 as usize], OpcodeEntry::GraphicsOnly)
 }
 
 /// Binds `count` registers from `first` (absolute index) in a table whose
@@ -228,6 +352,65 @@ pub static CONTEXT_REGISTER_ACTIONS: [RegisterAction; space::CONTEXT_SIZE as usi
 pub static SH_REGISTER_ACTIONS: [RegisterAction; space::SH_SIZE as usize] = sh_table();
 /// Uconfig register (0xC000 + i) → action.
 pub static UCONFIG_REGISTER_ACTIONS: [RegisterAction; space::UCONFIG_SIZE as usize] = uconfig_table();
+
+/// [`RegisterMarks`] bit of a register whose action calls a handler.
+pub(crate) const CALLS_HANDLER: u32 = 1 << 31;
+
+/// A register table's actions as one word each: the [`state_group`] bits
+/// a write marks, or [`CALLS_HANDLER`]. A run of register writes ORs these
+/// words together instead of matching each action.
+type RegisterMarks<const N: usize> = [u32; N];
+
+const fn marks_of<const N: usize>(actions: &[RegisterAction; N]) -> RegisterMarks<N> {
+    let mut marks = [0u32; N];
+    let mut i = 0;
+    while i < N {
+        marks[i] = match actions[i] {
+            RegisterAction::None => 0,
+            RegisterAction::Mark(groups) => groups & !CALLS_HANDLER,
+            RegisterAction::Call(_) => CALLS_HANDLER,
+        };
+        i += 1;
+    }
+    marks
+}
+
+static CONTEXT_REGISTER_MARKS: RegisterMarks<{ space::CONTEXT_SIZE as usize }> = marks_of(&context_table());
+static SH_REGISTER_MARKS: RegisterMarks<{ space::SH_SIZE as usize }> = marks_of(&sh_table());
+static UCONFIG_REGISTER_MARKS: RegisterMarks<{ space::UCONFIG_SIZE as usize }> = marks_of(&uconfig_table());
+
+/// The OR of the action words (see [`CALLS_HANDLER`]) of `count`
+/// consecutive registers from `first` (absolute), clamped to the space
+/// `first` is in; 0 outside the three tables.
+#[inline]
+pub(crate) fn register_run_marks(first: u32, count: usize) -> u32 {
+    let (table, base): (&'static [u32], u32) = match first {
+        0x2C00..=0x2FFF => (&SH_REGISTER_MARKS, space::SH),
+        0xA000..=0xA3FF => (&CONTEXT_REGISTER_MARKS, space::CONTEXT),
+        0xC000..=0xFFFF => (&UCONFIG_REGISTER_MARKS, space::UCONFIG),
+        _ => return 0,
+    };
+    let start = (first - base) as usize;
+    let end = start.saturating_add(count).min(table.len());
+    match table.get(start..end).unwrap_or(&[]) {
+        [] => 0,
+        [one] => *one,
+        [first, second] => first | second,
+        marks => marks.iter().fold(0, |acc, m| acc | m),
+    }
+}
+
+/// True when writing `register` (absolute) does more than store the value:
+/// evaluated at compile time for the registers handlers write by name.
+pub(crate) const fn has_action(register: u32) -> bool {
+    let action = match register {
+        0x2C00..=0x2FFF => sh_table()[(register - space::SH) as usize],
+        0xA000..=0xA3FF => context_table()[(register - space::CONTEXT) as usize],
+        0xC000..=0xFFFF => uconfig_table()[(register - space::UCONFIG) as usize],
+        _ => RegisterAction::None,
+    };
+    !matches!(action, RegisterAction::None)
+}
 
 /// The actions of `count` consecutive registers from `first` (absolute),
 /// clamped to the space `first` is in; empty outside the three tables.

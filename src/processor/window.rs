@@ -9,6 +9,11 @@ use crate::memory::{GuestMemory, MemoryError};
 
 /// Dwords read per refill when the buffer has that many left.
 const FILL_DW: usize = 1024;
+/// Dwords read by the first refill after the window was invalidated: a
+/// slice of a few dozen packets (the GPU's scheduling unit) reads little
+/// more than it walks; each later refill reads twice as many, up to
+/// [`FILL_DW`].
+const FIRST_FILL_DW: usize = 256;
 /// Capacity: the longest packet (COUNT 0x3FFE + 2 dwords) always fits.
 const CAPACITY_DW: usize = 0x4000 + 2;
 
@@ -18,19 +23,22 @@ pub(crate) struct PrefetchWindow {
     base: u64,
     /// Valid dwords in `words`.
     len: usize,
+    /// Dwords the next refill reads (when the buffer has that many left).
+    fill: usize,
 }
 
 impl PrefetchWindow {
     /// An empty window; it grows (once, up to the longest packet) as
     /// refills need room.
     pub(crate) fn new() -> Self {
-        Self { words: Vec::new(), base: 0, len: 0 }
+        Self { words: Vec::new(), base: 0, len: 0, fill: FIRST_FILL_DW }
     }
 
     /// Forgets the window's contents.
     #[inline]
     pub(crate) fn invalidate(&mut self) {
         self.len = 0;
+        self.fill = FIRST_FILL_DW;
     }
 
     /// The guest byte range the window holds.
@@ -70,6 +78,21 @@ impl PrefetchWindow {
         start.saturating_add(need as usize) <= self.len
     }
 
+    /// The dwords the window holds from `address` (dword-aligned) to its
+    /// end; empty when it holds none.
+    #[inline]
+    pub(crate) fn held_from(&self, address: u64) -> &[u32] {
+        let Some(delta) = address.checked_sub(self.base).filter(|d| d % 4 == 0) else { return &[] };
+        let start = usize::try_from(delta / 4).unwrap_or(usize::MAX);
+        self.words.get(start..self.len).unwrap_or(&[])
+    }
+
+    /// The dword at `start` (as returned by `ensure`).
+    #[inline]
+    pub(crate) fn word(&self, start: usize) -> u32 {
+        self.words.get(start).copied().unwrap_or(0)
+    }
+
     /// The dwords `ensure` made available.
     #[inline]
     pub(crate) fn slice(&self, start: usize, need: u32) -> &[u32] {
@@ -86,7 +109,8 @@ impl PrefetchWindow {
     ) -> Result<(), MemoryError> {
         self.len = 0;
         // `need` (one packet) never exceeds `remaining` or the capacity.
-        let want = remaining.min(need.max(FILL_DW)).min(CAPACITY_DW);
+        let want = remaining.min(need.max(self.fill)).min(CAPACITY_DW);
+        self.fill = (self.fill * 2).min(FILL_DW);
         if self.words.len() < want {
             self.words.resize(want, 0);
         }

@@ -14146,3 +14146,110 @@ pub mod pkt3 {
         PacketFieldType { name: "SRC_ADDR_LO", at: 0x501, chips: &["gfx6", "gfx7", "gfx8", "gfx81", "gfx9", "gfx10", "gfx103", "gfx11"], fields: &[] },
     ];
 }
+
+/// What CLEAR_STATE loads (`registers/clear-state-gfx10.json`, from the
+/// Linux kernel's amdgpu gfx10 clear-state table, MIT licence, Copyright 2019
+/// Advanced Micro Devices, Inc.). Context registers inside [`EXTENTS`] reset
+/// to the value in [`NONZERO`], or to 0; registers outside keep their value.
+pub mod clear_state {
+    /// `(first register, count)` of each context-register range CLEAR_STATE resets.
+    pub static EXTENTS: &[(u32, u32)] = &[
+        (0xA000, 215),
+        (0xA0D8, 272),
+        (0xA1F5, 4),
+        (0xA1FF, 158),
+        (0xA2A0, 2),
+        (0xA2A3, 1),
+        (0xA2A5, 66),
+        (0xA2F5, 203),
+    ];
+
+    /// `(register, value)` of the registers whose clear-state value is not 0, by register.
+    pub static NONZERO: &[(u32, u32)] = &[
+        (0xA00D, 0x40004000), // PA_SC_SCREEN_SCISSOR_BR
+        (0xA01F, 0x00150055), // DB_RMI_L2_CACHE_CONTROL
+        (0xA081, 0x80000000), // PA_SC_WINDOW_SCISSOR_TL
+        (0xA082, 0x40004000), // PA_SC_WINDOW_SCISSOR_BR
+        (0xA083, 0x0000FFFF), // PA_SC_CLIPRECT_RULE
+        (0xA085, 0x40004000), // PA_SC_CLIPRECT_0_BR
+        (0xA087, 0x40004000), // PA_SC_CLIPRECT_1_BR
+        (0xA089, 0x40004000), // PA_SC_CLIPRECT_2_BR
+        (0xA08B, 0x40004000), // PA_SC_CLIPRECT_3_BR
+        (0xA08C, 0xAA99AAAA), // PA_SC_EDGERULE
+        (0xA08E, 0xFFFFFFFF), // CB_TARGET_MASK
+        (0xA08F, 0xFFFFFFFF), // CB_SHADER_MASK
+        (0xA090, 0x80000000), // PA_SC_GENERIC_SCISSOR_TL
+        (0xA091, 0x40004000), // PA_SC_GENERIC_SCISSOR_BR
+        (0xA094, 0x80000000), // PA_SC_VPORT_SCISSOR_0_TL
+        (0xA095, 0x40004000), // PA_SC_VPORT_SCISSOR_0_BR
+        (0xA096, 0x80000000), // PA_SC_VPORT_SCISSOR_1_TL
+        (0xA097, 0x40004000), // PA_SC_VPORT_SCISSOR_1_BR
+        (0xA098, 0x80000000), // PA_SC_VPORT_SCISSOR_2_TL
+        (0xA099, 0x40004000), // PA_SC_VPORT_SCISSOR_2_BR
+        (0xA09A, 0x80000000), // PA_SC_VPORT_SCISSOR_3_TL
+        (0xA09B, 0x40004000), // PA_SC_VPORT_SCISSOR_3_BR
+        (0xA09C, 0x80000000), // PA_SC_VPORT_SCISSOR_4_TL
+        (0xA09D, 0x40004000), // PA_SC_VPORT_SCISSOR_4_BR
+        (0xA09E, 0x80000000), // PA_SC_VPORT_SCISSOR_5_TL
+        (0xA09F, 0x40004000), // PA_SC_VPORT_SCISSOR_5_BR
+        (0xA0A0, 0x80000000), // PA_SC_VPORT_SCISSOR_6_TL
+        (0xA0A1, 0x40004000), // PA_SC_VPORT_SCISSOR_6_BR
+        (0xA0A2, 0x80000000), // PA_SC_VPORT_SCISSOR_7_TL
+        (0xA0A3, 0x40004000), // PA_SC_VPORT_SCISSOR_7_BR
+        (0xA0A4, 0x80000000), // PA_SC_VPORT_SCISSOR_8_TL
+        (0xA0A5, 0x40004000), // PA_SC_VPORT_SCISSOR_8_BR
+        (0xA0A6, 0x80000000), // PA_SC_VPORT_SCISSOR_9_TL
+        (0xA0A7, 0x40004000), // PA_SC_VPORT_SCISSOR_9_BR
+        (0xA0A8, 0x80000000), // PA_SC_VPORT_SCISSOR_10_TL
+        (0xA0A9, 0x40004000), // PA_SC_VPORT_SCISSOR_10_BR
+        (0xA0AA, 0x80000000), // PA_SC_VPORT_SCISSOR_11_TL
+        (0xA0AB, 0x40004000), // PA_SC_VPORT_SCISSOR_11_BR
+        (0xA0AC, 0x80000000), // PA_SC_VPORT_SCISSOR_12_TL
+        (0xA0AD, 0x40004000), // PA_SC_VPORT_SCISSOR_12_BR
+        (0xA0AE, 0x80000000), // PA_SC_VPORT_SCISSOR_13_TL
+        (0xA0AF, 0x40004000), // PA_SC_VPORT_SCISSOR_13_BR
+        (0xA0B0, 0x80000000), // PA_SC_VPORT_SCISSOR_14_TL
+        (0xA0B1, 0x40004000), // PA_SC_VPORT_SCISSOR_14_BR
+        (0xA0B2, 0x80000000), // PA_SC_VPORT_SCISSOR_15_TL
+        (0xA0B3, 0x40004000), // PA_SC_VPORT_SCISSOR_15_BR
+        (0xA0B5, 0x3F800000), // PA_SC_VPORT_ZMAX_0
+        (0xA0B7, 0x3F800000), // PA_SC_VPORT_ZMAX_1
+        (0xA0B9, 0x3F800000), // PA_SC_VPORT_ZMAX_2
+        (0xA0BB, 0x3F800000), // PA_SC_VPORT_ZMAX_3
+        (0xA0BD, 0x3F800000), // PA_SC_VPORT_ZMAX_4
+        (0xA0BF, 0x3F800000), // PA_SC_VPORT_ZMAX_5
+        (0xA0C1, 0x3F800000), // PA_SC_VPORT_ZMAX_6
+        (0xA0C3, 0x3F800000), // PA_SC_VPORT_ZMAX_7
+        (0xA0C5, 0x3F800000), // PA_SC_VPORT_ZMAX_8
+        (0xA0C7, 0x3F800000), // PA_SC_VPORT_ZMAX_9
+        (0xA0C9, 0x3F800000), // PA_SC_VPORT_ZMAX_10
+        (0xA0CB, 0x3F800000), // PA_SC_VPORT_ZMAX_11
+        (0xA0CD, 0x3F800000), // PA_SC_VPORT_ZMAX_12
+        (0xA0CF, 0x3F800000), // PA_SC_VPORT_ZMAX_13
+        (0xA0D1, 0x3F800000), // PA_SC_VPORT_ZMAX_14
+        (0xA0D3, 0x3F800000), // PA_SC_VPORT_ZMAX_15
+        (0xA100, 0xFFFFFFFF), // VGT_MAX_VTX_INDX
+        (0xA104, 0x00550055), // CB_RMI_GL2_CACHE_CONTROL
+        (0xA10C, 0x01000000), // DB_STENCILREFMASK
+        (0xA10D, 0x01000000), // DB_STENCILREFMASK_BF
+        (0xA1B6, 0x00000002), // SPI_PS_IN_CONTROL
+        (0xA204, 0x00090000), // PA_CL_CLIP_CNTL
+        (0xA205, 0x00000004), // PA_SU_SC_MODE_CNTL
+        (0xA295, 0x00000100), // VGT_GS_PER_ES
+        (0xA296, 0x00000080), // VGT_ES_PER_GS
+        (0xA297, 0x00000002), // VGT_GS_PER_VS
+        (0xA2AA, 0x000000FF), // IA_MULTI_VGT_PARAM
+        (0xA2F7, 0x00001000), // PA_SC_LINE_CNTL
+        (0xA2F9, 0x00000005), // PA_SU_VTX_CNTL
+        (0xA2FA, 0x3F800000), // PA_CL_GB_VERT_CLIP_ADJ
+        (0xA2FB, 0x3F800000), // PA_CL_GB_VERT_DISC_ADJ
+        (0xA2FC, 0x3F800000), // PA_CL_GB_HORZ_CLIP_ADJ
+        (0xA2FD, 0x3F800000), // PA_CL_GB_HORZ_DISC_ADJ
+        (0xA30E, 0xFFFFFFFF), // PA_SC_AA_MASK_X0Y0_X1Y0
+        (0xA30F, 0xFFFFFFFF), // PA_SC_AA_MASK_X0Y1_X1Y1
+        (0xA311, 0x00000003), // PA_SC_BINNER_CNTL_0
+        (0xA313, 0x00100000), // PA_SC_CONSERVATIVE_RASTERIZATION_CNTL
+        (0xA316, 0x0000001E), // VGT_VERTEX_REUSE_BLOCK_CNTL
+        (0xA317, 0x00000020), // VGT_OUT_DEALLOC_CNTL
+    ];
+}

@@ -163,6 +163,19 @@ impl RegisterFile {
 
     #[inline]
     fn page_mut(&mut self, page: usize) -> Option<&mut [u32; REGISTER_PAGE]> {
+        if !matches!(self.pages.get(page), Some(Some(_))) {
+            return self.first_page_use(page);
+        }
+        match self.pages.get_mut(page) {
+            Some(Some(p)) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// A page's first write: the page table and the page are allocated.
+    #[cold]
+    #[inline(never)]
+    fn first_page_use(&mut self, page: usize) -> Option<&mut [u32; REGISTER_PAGE]> {
         if page >= PAGES {
             return None;
         }
@@ -217,6 +230,19 @@ impl RegisterFile {
         match self.page_mut(i / REGISTER_PAGE) {
             Some(page) => page.get_mut(at..end).unwrap_or(&mut []),
             None => &mut [],
+        }
+    }
+
+    /// Registers `start..start + len` when they lie in one page that is
+    /// already allocated; `None` otherwise (nothing is allocated).
+    #[inline]
+    pub(crate) fn allocated_range_mut(&mut self, start: u32, len: u32) -> Option<&mut [u32]> {
+        let i = start as usize;
+        let at = i % REGISTER_PAGE;
+        let end = at.checked_add(len as usize).filter(|&end| end <= REGISTER_PAGE)?;
+        match self.pages.get_mut(i / REGISTER_PAGE) {
+            Some(Some(page)) => page.get_mut(at..end),
+            _ => None,
         }
     }
 

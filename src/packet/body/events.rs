@@ -131,7 +131,8 @@ impl<'a> Body<'a> for ReleaseMem {
         let d0 = w.dw(0)?;
         let d1 = w.dw(1)?;
         let data_sel = bits(d1, 29, 31);
-        let align = if data_sel == 1 || data_sel == 7 { 2 } else { 3 };
+        // 32-bit data, GDS dwords and the atomic add are dword aligned.
+        let align = if matches!(data_sel, 1 | 5 | 7) { 2 } else { 3 };
         Ok(Self {
             opcode: Opcode::RELEASE_MEM,
             event_type: bits(d0, 0, 5),

@@ -27,6 +27,7 @@
 mod const_engine;
 mod draw;
 mod events;
+mod gfx103;
 mod indirect;
 mod memory;
 mod misc;
@@ -36,6 +37,7 @@ mod sync;
 pub use const_engine::*;
 pub use draw::*;
 pub use events::*;
+pub use gfx103::*;
 pub use indirect::*;
 pub use memory::*;
 pub use misc::*;
@@ -351,6 +353,19 @@ pub enum AnyBody<'a> {
     DumpConstRam(DumpConstRam),
     IncrementCeCounter(IncrementCeCounter),
     WaitOnDeCounterDiff(WaitOnDeCounterDiff),
+    SetContextRegIndirect(SetContextRegIndirect<'a>),
+    SetShRegOffset(SetShRegOffset),
+    DispatchMeshIndirectMulti(DispatchMeshIndirectMulti),
+    DispatchTaskmeshGfx(DispatchTaskmeshGfx),
+    DispatchTaskStateInit(DispatchTaskStateInit),
+    DispatchTaskmeshDirectAce(DispatchTaskmeshDirectAce),
+    DispatchTaskmeshIndirectMultiAce(DispatchTaskmeshIndirectMultiAce),
+    DrawIndexMultiInst(DrawIndexMultiInst),
+    GetLodStats(GetLodStats),
+    DispatchDrawPreamble(DispatchDrawPreamble),
+    DispatchDraw(DispatchDraw),
+    DrawPreamble(DrawPreamble),
+    PerfmonControl(PerfmonControl<'a>),
 }
 
 macro_rules! any_body {
@@ -423,6 +438,19 @@ any_body!(
     DumpConstRam,
     IncrementCeCounter,
     WaitOnDeCounterDiff,
+    SetContextRegIndirect,
+    SetShRegOffset,
+    DispatchMeshIndirectMulti,
+    DispatchTaskmeshGfx,
+    DispatchTaskStateInit,
+    DispatchTaskmeshDirectAce,
+    DispatchTaskmeshIndirectMultiAce,
+    DrawIndexMultiInst,
+    GetLodStats,
+    DispatchDrawPreamble,
+    DispatchDraw,
+    DrawPreamble,
+    PerfmonControl,
 );
 
 impl<'a> AnyBody<'a> {
@@ -506,6 +534,21 @@ impl<'a> AnyBody<'a> {
             Opcode::DUMP_CONST_RAM | Opcode::DUMP_CONST_RAM_OFFSET => d!(DumpConstRam, DumpConstRam),
             Opcode::INCREMENT_CE_COUNTER => d!(IncrementCeCounter, IncrementCeCounter),
             Opcode::WAIT_ON_DE_COUNTER_DIFF => d!(WaitOnDeCounterDiff, WaitOnDeCounterDiff),
+            Opcode::SET_CONTEXT_REG_INDIRECT => d!(SetContextRegIndirect, SetContextRegIndirect),
+            Opcode::SET_SH_REG_OFFSET => d!(SetShRegOffset, SetShRegOffset),
+            Opcode::DISPATCH_MESH_INDIRECT_MULTI => d!(DispatchMeshIndirectMulti, DispatchMeshIndirectMulti),
+            Opcode::DISPATCH_TASKMESH_GFX => d!(DispatchTaskmeshGfx, DispatchTaskmeshGfx),
+            Opcode::DISPATCH_TASK_STATE_INIT => d!(DispatchTaskStateInit, DispatchTaskStateInit),
+            Opcode::DISPATCH_TASKMESH_DIRECT_ACE => d!(DispatchTaskmeshDirectAce, DispatchTaskmeshDirectAce),
+            Opcode::DISPATCH_TASKMESH_INDIRECT_MULTI_ACE => {
+                d!(DispatchTaskmeshIndirectMultiAce, DispatchTaskmeshIndirectMultiAce)
+            }
+            Opcode::DRAW_INDEX_MULTI_INST => d!(DrawIndexMultiInst, DrawIndexMultiInst),
+            Opcode::GET_LOD_STATS => d!(GetLodStats, GetLodStats),
+            Opcode::DISPATCH_DRAW_PREAMBLE => d!(DispatchDrawPreamble, DispatchDrawPreamble),
+            Opcode::DISPATCH_DRAW => d!(DispatchDraw, DispatchDraw),
+            Opcode::DRAW_PREAMBLE => d!(DrawPreamble, DrawPreamble),
+            Opcode::PERFMON_CONTROL => d!(PerfmonControl, PerfmonControl),
             _ => return Ok(None),
         };
         Ok(Some(decoded))

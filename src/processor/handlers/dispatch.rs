@@ -4,11 +4,14 @@
 use crate::backend::{Dispatch, ProgramBinding, ProgramStage};
 use crate::memory::GuestMemory;
 use crate::memory::ADDRESS_MASK;
-use crate::packet::body::{DispatchDirect, DispatchIndirect};
+use crate::packet::body::{
+    DispatchDirect, DispatchIndirect, DispatchTaskStateInit, DispatchTaskmeshDirectAce,
+    DispatchTaskmeshIndirectMultiAce,
+};
 use crate::packet::Packet;
 use crate::processor::context::{Ctx, Flow};
 use crate::processor::{state_group, Pm4Error};
-use crate::regs::gfx103 as r;
+use crate::regs::{gfx103 as r, space};
 
 fn refresh_compute_program(ctx: &mut Ctx<'_>) {
     let generation = ctx.shaders.generation();
@@ -29,7 +32,6 @@ fn run(ctx: &mut Ctx<'_>, dims: [u32; 3], initiator: u32, indirect_args: Option<
     ctx.write_register(r::COMPUTE_DIM_Y, dims[1]);
     ctx.write_register(r::COMPUTE_DIM_Z, dims[2]);
     ctx.write_register(r::COMPUTE_DISPATCH_INITIATOR, initiator);
-    ctx.state.stats.dispatches += 1;
     refresh_compute_program(ctx);
     let state = &*ctx.state;
     let view = state.regs.view();
@@ -50,6 +52,7 @@ fn run(ctx: &mut Ctx<'_>, dims: [u32; 3], initiator: u32, indirect_args: Option<
 
 pub(crate) fn dispatch_direct(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
     let d = ctx.decode::<DispatchDirect>(p)?;
+    ctx.state.stats.dispatches += 1;
     run(ctx, d.dims, d.initiator, None);
     Ok(Flow::Continue)
 }
@@ -64,6 +67,60 @@ pub(crate) fn dispatch_indirect(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flo
     };
     let mut dims = [0u32; 3];
     ctx.memory.read_dwords(address, &mut dims).map_err(|e| ctx.mem_err(e))?;
+    ctx.state.stats.dispatches += 1;
     run(ctx, dims, initiator, Some(address));
+    Ok(Flow::Continue)
+}
+
+/// DISPATCH_TASK_STATE_INIT (§3.45): keeps the task control buffer address
+/// (`ProcessorState::task_control_buffer`).
+pub(crate) fn dispatch_task_state_init(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let t = ctx.decode::<DispatchTaskStateInit>(p)?;
+    ctx.state.task_control_buffer = t.control_buffer;
+    Ok(Flow::Continue)
+}
+
+/// DISPATCH_TASKMESH_DIRECT_ACE (§3.45): the task shaders' dispatch, its
+/// group counts in the packet. (The task ring entry the CP would put at
+/// RING_ENTRY_LOC is not modelled.)
+pub(crate) fn dispatch_taskmesh_direct_ace(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let d = ctx.decode::<DispatchTaskmeshDirectAce>(p)?;
+    ctx.state.stats.dispatches += 1;
+    run(ctx, d.dims, d.initiator, None);
+    Ok(Flow::Continue)
+}
+
+/// DISPATCH_TASKMESH_INDIRECT_MULTI_ACE (§3.45): one dispatch per record
+/// (three group counts at DATA_ADDR + i × STRIDE), n = COUNT or
+/// min(COUNT, *COUNT_ADDR); the counts go to XYZ_DIM_LOC and the index to
+/// DISPATCH_INDEX_LOC when enabled. The packet counts once in `dispatches`.
+pub(crate) fn dispatch_taskmesh_indirect_multi_ace(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let d = ctx.decode::<DispatchTaskmeshIndirectMultiAce>(p)?;
+    let n = if d.count_indirect { d.count.min(ctx.read_u32(d.count_address)?) } else { d.count };
+    ctx.state.stats.dispatches += 1;
+    for i in 0..n {
+        if i > 0 {
+            ctx.exec.packets += 1;
+            if ctx.exec.packets > ctx.state.config.work_budget {
+                let budget = ctx.state.config.work_budget;
+                return Err(Pm4Error::WorkBudgetExhausted { location: *ctx.location, budget });
+            }
+        }
+        let args = d.data_address.wrapping_add(u64::from(i) * u64::from(d.stride)) & ADDRESS_MASK;
+        let mut dims = [0u32; 3];
+        ctx.memory.read_dwords(args, &mut dims).map_err(|e| ctx.mem_err(e))?;
+        if d.xyz_dim_enable && d.xyz_dim_loc != 0 {
+            for (k, v) in dims.into_iter().enumerate() {
+                let loc = d.xyz_dim_loc + k as u32;
+                if loc < space::SH_SIZE {
+                    ctx.write_register(space::SH + loc, v);
+                }
+            }
+        }
+        if d.dispatch_index_enable && d.dispatch_index_loc != 0 && d.dispatch_index_loc < space::SH_SIZE {
+            ctx.write_register(space::SH + d.dispatch_index_loc, i);
+        }
+        run(ctx, dims, d.initiator, Some(args));
+    }
     Ok(Flow::Continue)
 }

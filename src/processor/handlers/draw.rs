@@ -12,7 +12,8 @@ use crate::backend::{Draw, IndexBuffer, ProgramBinding, ProgramStage};
 use crate::memory::GuestMemory;
 use crate::memory::ADDRESS_MASK;
 use crate::packet::body::{
-    DrawBody, IndexBase, IndexBufferSize, IndexType, NumInstances, SetBase, StrmoutBufferUpdate,
+    DispatchMeshIndirectMulti, DispatchTaskmeshGfx, DrawBody, DrawIndexMultiInst, IndexBase, IndexBufferSize,
+    IndexType, NumInstances, SetBase, StrmoutBufferUpdate,
 };
 use crate::packet::Packet;
 use crate::processor::context::{Ctx, Flow};
@@ -52,6 +53,9 @@ pub(crate) fn refresh_programs(ctx: &mut Ctx<'_>) {
     ctx.state.programs_generation = generation;
 }
 
+/// VGT_DRAW_INITIATOR.USE_OPAQUE: a stream-out "draw auto".
+const USE_OPAQUE: u32 = 1 << 6;
+
 /// The parts of a draw that vary per draw.
 struct DrawArgs {
     count: u32,
@@ -63,6 +67,7 @@ struct DrawArgs {
     index_buffer: Option<IndexBuffer>,
     initiator: u32,
     indirect_args: Option<u64>,
+    mesh_groups: Option<[u32; 3]>,
 }
 
 fn emit(ctx: &mut Ctx<'_>, a: DrawArgs) {
@@ -81,6 +86,7 @@ fn emit(ctx: &mut Ctx<'_>, a: DrawArgs) {
         primitive_type: state.regs.get(r::VGT_PRIMITIVE_TYPE),
         draw_initiator: a.initiator,
         indirect_args: a.indirect_args,
+        mesh_groups: a.mesh_groups,
         programs: &state.programs,
         changed: state.dirty,
         registers: &state.regs,
@@ -171,6 +177,7 @@ fn indirect_draw(
             index_buffer,
             initiator,
             indirect_args: Some(args),
+            mesh_groups: None,
         },
     );
     Ok(())
@@ -191,25 +198,35 @@ pub(crate) fn draw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> 
         index_buffer,
         initiator,
         indirect_args: None,
+        mesh_groups: None,
     };
     match body {
         DrawBody::Index2 { max_size, index_base, index_count, initiator } => {
-            ctx.write_register(r::VGT_DMA_MAX_SIZE, max_size);
-            ctx.write_register(r::VGT_DMA_BASE, index_base as u32);
-            ctx.write_register(r::VGT_DMA_BASE_HI, (index_base >> 32) as u32);
-            ctx.write_register(r::VGT_NUM_INDICES, index_count);
-            ctx.write_register(r::VGT_DRAW_INITIATOR, initiator);
+            ctx.write_named_register::<{ r::VGT_DMA_MAX_SIZE }>(max_size);
+            ctx.write_named_register::<{ r::VGT_DMA_BASE }>(index_base as u32);
+            ctx.write_named_register::<{ r::VGT_DMA_BASE_HI }>((index_base >> 32) as u32);
+            ctx.write_named_register::<{ r::VGT_NUM_INDICES }>(index_count);
+            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
             let ib = IndexBuffer { address: index_base, index_type: index_type(ctx), max_indices: max_size };
             emit(ctx, direct(index_count, 0, Some(ib), initiator));
         }
         DrawBody::IndexAuto { index_count, initiator } => {
-            ctx.write_register(r::VGT_NUM_INDICES, index_count);
-            ctx.write_register(r::VGT_DRAW_INITIATOR, initiator);
-            emit(ctx, direct(index_count, 0, None, initiator));
+            // USE_OPAQUE (§3.19): the vertex count is the stream-out filled
+            // size over the vertex stride (VERTEX_STRIDE is in dwords).
+            let count = if initiator & USE_OPAQUE != 0 {
+                let filled = ctx.state.regs.get(r::VGT_STRMOUT_DRAW_OPAQUE_BUFFER_FILLED_SIZE);
+                let stride_bytes = (ctx.state.regs.get(r::VGT_STRMOUT_DRAW_OPAQUE_VERTEX_STRIDE) & 0x1FF) * 4;
+                filled.checked_div(stride_bytes).unwrap_or(0)
+            } else {
+                index_count
+            };
+            ctx.write_named_register::<{ r::VGT_NUM_INDICES }>(count);
+            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
+            emit(ctx, direct(count, 0, None, initiator));
         }
         DrawBody::IndexOffset2 { max_size, index_offset, index_count, initiator } => {
-            ctx.write_register(r::VGT_NUM_INDICES, index_count);
-            ctx.write_register(r::VGT_DRAW_INITIATOR, initiator);
+            ctx.write_named_register::<{ r::VGT_NUM_INDICES }>(index_count);
+            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
             let t = index_type(ctx);
             let ib = IndexBuffer {
                 address: ctx.state.index_base.wrapping_add(u64::from(index_offset) * index_size(t)) & ADDRESS_MASK,
@@ -228,7 +245,7 @@ pub(crate) fn draw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> 
             initiator,
         } => {
             let args = ctx.state.bases.draw_indirect.wrapping_add(u64::from(data_offset)) & ADDRESS_MASK;
-            ctx.write_register(r::VGT_DRAW_INITIATOR, initiator);
+            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
             let locs = ArgumentLocations {
                 base_vtx: base_vtx_loc,
                 start_indx: start_indx_loc,
@@ -255,7 +272,7 @@ pub(crate) fn draw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> 
         } => {
             let n = if count_indirect { count.min(ctx.read_u32(count_address)?) } else { count };
             let base = ctx.state.bases.draw_indirect.wrapping_add(u64::from(data_offset));
-            ctx.write_register(r::VGT_DRAW_INITIATOR, initiator);
+            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
             let locs = ArgumentLocations {
                 base_vtx: base_vtx_loc,
                 start_indx: start_indx_loc,
@@ -274,10 +291,120 @@ pub(crate) fn draw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> 
             }
         }
         DrawBody::IndexMultiAuto { prim_count, initiator, index_offset, index_count, .. } => {
-            ctx.write_register(r::VGT_DRAW_INITIATOR, initiator);
+            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
             emit(ctx, direct(prim_count.saturating_mul(index_count), index_offset, None, initiator));
         }
     }
+    Ok(Flow::Continue)
+}
+
+/// Writes X, Y, Z to the SH registers from 0x2C00 + `loc` unless `loc` is 0.
+fn write_dims(ctx: &mut Ctx<'_>, loc: u32, dims: [u32; 3]) {
+    if loc != 0 {
+        for (i, v) in dims.into_iter().enumerate() {
+            write_loc(ctx, loc + i as u32, v);
+        }
+    }
+}
+
+/// DISPATCH_MESH_INDIRECT_MULTI (§3.45): for each record (three group
+/// counts at the SET_BASE draw base + DATA_OFFSET + i × STRIDE) the counts go
+/// to XYZ_DIM_LOC, the index to DRAW_INDEX_LOC when enabled, and the backend
+/// gets a draw with `mesh_groups`. The packet counts once in `draws`.
+pub(crate) fn dispatch_mesh_indirect_multi(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let m = ctx.decode::<DispatchMeshIndirectMulti>(p)?;
+    ctx.state.stats.draws += 1;
+    refresh_programs(ctx);
+    let n = if m.count_indirect { m.count.min(ctx.read_u32(m.count_address)?) } else { m.count };
+    let base = ctx.state.bases.draw_indirect.wrapping_add(u64::from(m.data_offset));
+    ctx.write_register(r::VGT_DRAW_INITIATOR, m.initiator);
+    for i in 0..n {
+        if i > 0 {
+            charge(ctx)?;
+        }
+        let args = base.wrapping_add(u64::from(i) * u64::from(m.stride)) & ADDRESS_MASK;
+        let mut dims = [0u32; 3];
+        ctx.memory.read_dwords(args, &mut dims).map_err(|e| ctx.mem_err(e))?;
+        write_dims(ctx, m.xyz_dim_loc, dims);
+        if m.draw_index_enable {
+            write_loc(ctx, m.draw_index_loc, i);
+        }
+        emit(
+            ctx,
+            DrawArgs {
+                count: 0,
+                instance_count: 1,
+                first: 0,
+                base_vertex: 0,
+                first_instance: 0,
+                draw_index: i,
+                index_buffer: None,
+                initiator: m.initiator,
+                indirect_args: Some(args),
+                mesh_groups: Some(dims),
+            },
+        );
+    }
+    Ok(Flow::Continue)
+}
+
+/// DISPATCH_TASKMESH_GFX (§3.45): the mesh half of a task/mesh dispatch,
+/// a draw whose group counts the task shaders put in the task ring (not
+/// modelled: `mesh_groups` is `None`).
+pub(crate) fn dispatch_taskmesh_gfx(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let t = ctx.decode::<DispatchTaskmeshGfx>(p)?;
+    ctx.state.stats.draws += 1;
+    refresh_programs(ctx);
+    ctx.write_register(r::VGT_DRAW_INITIATOR, t.initiator);
+    emit(
+        ctx,
+        DrawArgs {
+            count: 0,
+            instance_count: 1,
+            first: 0,
+            base_vertex: 0,
+            first_instance: 0,
+            draw_index: 0,
+            index_buffer: None,
+            initiator: t.initiator,
+            indirect_args: None,
+            mesh_groups: None,
+        },
+    );
+    Ok(Flow::Continue)
+}
+
+/// 0x3A, DRAW_INDEX_MULTI_INST in the 9-dword form of PS5 streams (§6.1):
+/// an indexed draw of INDEX_COUNT indices at INDEX_ADDR, INSTANCE_COUNT
+/// instances, the flags dword as draw initiator. Other lengths have no
+/// defined layout: counted and reported as not emulated.
+pub(crate) fn draw_index_multi_inst(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let Ok(d) = ctx.decode::<DrawIndexMultiInst>(p) else {
+        super::report_not_emulated(ctx, "form other than the 9-dword one");
+        return Ok(Flow::Continue);
+    };
+    ctx.state.stats.draws += 1;
+    refresh_programs(ctx);
+    ctx.write_register(r::VGT_DMA_BASE, d.index_address as u32);
+    ctx.write_register(r::VGT_DMA_BASE_HI, (d.index_address >> 32) as u32);
+    ctx.write_register(r::VGT_NUM_INDICES, d.index_count);
+    ctx.write_register(r::VGT_DRAW_INITIATOR, d.flags);
+    let ib = IndexBuffer { address: d.index_address, index_type: index_type(ctx), max_indices: d.index_count };
+    emit(
+        ctx,
+        DrawArgs {
+            count: d.index_count,
+            instance_count: d.instance_count,
+            first: 0,
+            base_vertex: 0,
+            first_instance: 0,
+            draw_index: 0,
+            index_buffer: Some(ib),
+            initiator: d.flags,
+            indirect_args: None,
+            mesh_groups: None,
+        },
+    );
     Ok(Flow::Continue)
 }
 
@@ -301,51 +428,54 @@ pub(crate) fn set_base(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Err
 pub(crate) fn index_base(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
     let address = ctx.decode::<IndexBase>(p)?.address;
     ctx.state.index_base = address;
-    ctx.write_register(r::VGT_DMA_BASE, address as u32);
-    ctx.write_register(r::VGT_DMA_BASE_HI, (address >> 32) as u32);
+    ctx.write_named_register::<{ r::VGT_DMA_BASE }>(address as u32);
+    ctx.write_named_register::<{ r::VGT_DMA_BASE_HI }>((address >> 32) as u32);
     Ok(Flow::Continue)
 }
 
 pub(crate) fn index_buffer_size(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
     let size = ctx.decode::<IndexBufferSize>(p)?.index_count;
     ctx.state.index_buffer_size = size;
-    ctx.write_register(r::VGT_DMA_SIZE, size);
+    ctx.write_named_register::<{ r::VGT_DMA_SIZE }>(size);
     Ok(Flow::Continue)
 }
 
 /// INDEX_TYPE sets the same "current index type" as a VGT_INDEX_TYPE write.
 pub(crate) fn index_type_packet(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
     let v = ctx.decode::<IndexType>(p)?.index_type;
-    ctx.write_register(r::VGT_DMA_INDEX_TYPE, v);
-    ctx.write_register(r::VGT_INDEX_TYPE, v & 0x4003);
+    ctx.write_named_register::<{ r::VGT_DMA_INDEX_TYPE }>(v);
+    ctx.write_named_register::<{ r::VGT_INDEX_TYPE }>(v & 0x4003);
     Ok(Flow::Continue)
 }
 
 pub(crate) fn num_instances(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
     let v = ctx.decode::<NumInstances>(p)?.instances;
-    ctx.write_register(r::VGT_NUM_INSTANCES, v);
+    ctx.write_named_register::<{ r::VGT_NUM_INSTANCES }>(v);
     Ok(Flow::Continue)
 }
 
-/// STRMOUT_BUFFER_UPDATE: sets VGT_STRMOUT_BUFFER_OFFSET_n from the packet,
-/// the filled-size register or memory, and optionally stores the filled
-/// size to memory.
+/// STRMOUT_BUFFER_UPDATE (§3.22): stores buffer n's filled size to DST
+/// (UPDATE_MEMORY), then sets VGT_STRMOUT_BUFFER_OFFSET_n from the packet,
+/// the filled-size register or memory. The filled size is the buffer's
+/// offset: a loaded offset becomes the filled size too, so a store after a
+/// load gives back what was loaded.
 pub(crate) fn strmout_buffer_update(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
     let s = ctx.decode::<StrmoutBufferUpdate>(p)?;
     let offset_reg = r::VGT_STRMOUT_BUFFER_OFFSET_0 + s.buffer * 4;
     let filled_reg = r::VGT_STRMOUT_BUFFER_FILLED_SIZE_0 + s.buffer;
     if s.update_memory {
-        let filled = ctx.state.regs.get(filled_reg);
+        let filled = ctx.read_register(filled_reg);
         ctx.write_u32(s.dst, filled)?;
     }
     let new_offset = match s.source_select {
         0 => Some(s.src as u32),
-        1 => Some(ctx.state.regs.get(filled_reg)),
+        1 => Some(ctx.read_register(filled_reg)),
         2 => Some(ctx.read_u32(s.src)?),
         _ => None,
     };
     if let Some(v) = new_offset {
         ctx.write_register(offset_reg, v);
+        ctx.write_register(filled_reg, v);
     }
     Ok(Flow::Continue)
 }

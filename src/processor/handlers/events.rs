@@ -8,6 +8,7 @@ use crate::backend::{CacheAction, Event, Fence, SampleKind};
 use crate::packet::body::{AcquireMem, EventWrite, EventWriteEos, OcclusionQuery, ReleaseMem, SurfaceSync};
 use crate::packet::{Opcode, Packet};
 use crate::processor::context::{Ctx, Flow};
+use crate::processor::handlers::report_not_emulated;
 use crate::processor::Pm4Error;
 use crate::regs::gfx103;
 
@@ -42,7 +43,7 @@ pub(crate) fn event_write(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4
     }
     if e.event_type == event_type::SO_VGTSTREAMOUT_FLUSH {
         // The stream-out offsets are flushed at once: OFFSET_UPDATE_DONE.
-        let v = ctx.state.regs.get(gfx103::CP_STRMOUT_CNTL) | 1;
+        let v = ctx.read_register(gfx103::CP_STRMOUT_CNTL) | 1;
         ctx.write_register(gfx103::CP_STRMOUT_CNTL, v);
     }
     ctx.backend.event(&Event {
@@ -54,38 +55,73 @@ pub(crate) fn event_write(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4
     Ok(Flow::Continue)
 }
 
-/// Writes a release's data and reports the fence. `interrupt` says whether
-/// INT_SEL raises an interrupt.
-fn retire(ctx: &mut Ctx<'_>, r: &ReleaseMem, interrupt: bool) -> Result<(), Pm4Error> {
+/// What a release does with GDS (DATA_SEL 5 of RELEASE_MEM, the GDS
+/// commands of EVENT_WRITE_EOS).
+#[derive(Clone, Copy)]
+enum GdsStore {
+    /// Nothing: the release's DATA_SEL says what to write.
+    None,
+    /// Copy `dwords` dwords of GDS from dword `offset` to the address.
+    Copy { offset: u32, dwords: u32 },
+    /// A GDS form the reference does not define: reported, nothing written.
+    NotEmulated,
+}
+
+/// Writes a release's data and reports the fence. `int_sel` decides the
+/// interrupt: 1/2/4 always, 5/6 when the 32/64-bit value at the address
+/// equals CMP_DATA after the write (§3.35); `gfx7` releases interrupt on
+/// 1/2 only.
+fn retire(ctx: &mut Ctx<'_>, r: &ReleaseMem, gds: GdsStore) -> Result<(), Pm4Error> {
     if r.cache_control != 0 {
         let queue = ctx.state.queue;
         ctx.backend.cache_action(queue, &CacheAction::Release { cache_control: r.cache_control });
     }
-    let data = match r.data_sel {
-        0 => None,
-        1 => {
+    let data = match (r.data_sel, gds) {
+        (_, GdsStore::Copy { offset, dwords }) => {
+            ctx.copy_gds_to_memory(u64::from(offset) * 4, dwords, r.address)?;
+            None
+        }
+        (_, GdsStore::NotEmulated) => {
+            report_not_emulated(ctx, "GDS append-count store");
+            None
+        }
+        (0, _) => None,
+        (1, _) => {
             ctx.write_u32(r.address, r.data as u32)?;
             Some(r.data & 0xFFFF_FFFF)
         }
-        2 => {
+        (2, _) => {
             ctx.write_u64(r.address, r.data)?;
             Some(r.data)
         }
-        3 | 4 => {
+        (3 | 4, _) => {
             let t = ctx.gpu_clock();
             ctx.write_u64(r.address, t)?;
             Some(t)
         }
-        7 if ctx.opcode == Opcode::RELEASE_MEM => {
+        (5, _) if ctx.opcode == Opcode::RELEASE_MEM => {
+            // DW_OFFSET [15:0] and NUM_DWORDS [31:16] of the DATA dword.
+            let (offset, dwords) = ((r.data & 0xFFFF) as u32, ((r.data >> 16) & 0xFFFF) as u32);
+            ctx.copy_gds_to_memory(u64::from(offset) * 4, dwords, r.address)?;
+            None
+        }
+        (7, _) if ctx.opcode == Opcode::RELEASE_MEM => {
             let old = ctx.read_u32(r.address)?;
             let new = old.wrapping_add(r.data as u32);
             ctx.write_u32(r.address, new)?;
             Some(u64::from(new))
         }
         _ => {
-            tracing::debug!(queue = %ctx.state.queue, location = %ctx.location, "release DATA_SEL {} (GDS) writes nothing", r.data_sel);
+            report_not_emulated(ctx, "release DATA_SEL");
             None
         }
+    };
+    let interrupt = match (ctx.opcode, r.int_sel) {
+        (Opcode::RELEASE_MEM, 1 | 2 | 4) => true,
+        (Opcode::RELEASE_MEM, 5) => ctx.read_u32(r.address)? == r.data as u32,
+        (Opcode::RELEASE_MEM, 6) => ctx.read_u64(r.address)? == r.data,
+        (Opcode::EVENT_WRITE_EOP, 1 | 2) => true,
+        _ => false,
     };
     ctx.state.stats.fences += 1;
     ctx.backend.fence(&Fence {
@@ -104,28 +140,32 @@ fn retire(ctx: &mut Ctx<'_>, r: &ReleaseMem, interrupt: bool) -> Result<(), Pm4E
 
 pub(crate) fn release_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
     let r = ctx.decode::<ReleaseMem>(p)?;
-    // INT_SEL 1/2/4 interrupt; 5/6 interrupt when the written value equals
-    // CMP_DATA (32/64-bit).
-    let interrupt = matches!(r.int_sel, 1 | 2 | 4 | 5 | 6);
-    retire(ctx, &r, interrupt)?;
+    retire(ctx, &r, GdsStore::None)?;
     Ok(Flow::Continue)
 }
 
 pub(crate) fn event_write_eop(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
     let r = ctx.decode::<ReleaseMem>(p)?;
-    retire(ctx, &r, matches!(r.int_sel, 1 | 2))?;
+    retire(ctx, &r, GdsStore::None)?;
     Ok(Flow::Continue)
 }
 
+/// EVENT_WRITE_EOS: COMMAND 2 stores the 32-bit DATA; COMMAND 1 stores
+/// SIZE dwords of GDS from GDS_INDEX (DATA [15:0] and [31:16], in dwords);
+/// COMMAND 0 (the GDS append count) is not defined well enough to emulate.
 pub(crate) fn event_write_eos(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
     let e = ctx.decode::<EventWriteEos>(p)?;
+    let gds = match e.command {
+        2 => GdsStore::None,
+        1 => GdsStore::Copy { offset: e.data & 0xFFFF, dwords: e.data >> 16 },
+        _ => GdsStore::NotEmulated,
+    };
     let r = ReleaseMem {
         event_type: e.event_type,
         event_index: e.event_index,
         cache_control: 0,
         dst_sel: 0,
         int_sel: 0,
-        // COMMAND 2 stores the 32-bit DATA; GDS commands store nothing here.
         data_sel: if e.command == 2 { 1 } else { 5 },
         address: e.address,
         data: u64::from(e.data),
@@ -133,7 +173,7 @@ pub(crate) fn event_write_eos(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow,
         opcode: ctx.opcode,
         legacy: false,
     };
-    retire(ctx, &r, false)?;
+    retire(ctx, &r, gds)?;
     Ok(Flow::Continue)
 }
 

@@ -1,21 +1,13 @@
 //! Packets that move data: WRITE_DATA, COPY_DATA, DMA_DATA, ATOMIC_MEM and
 //! COND_WRITE.
 
-use crate::backend::NotEmulated;
 use crate::memory::GuestMemory;
 use crate::packet::body::{AtomicMem, CompareFunction, CondWrite, CopyData, DmaData, WriteData};
 use crate::packet::Packet;
 use crate::processor::context::{Ctx, Flow};
+use crate::processor::handlers::report_not_emulated;
 use crate::processor::{Pm4Error, SuspendReason};
 use crate::regs::gfx103;
-
-fn report_not_emulated(ctx: &mut Ctx<'_>, what: &str) {
-    tracing::debug!(queue = %ctx.state.queue, location = %ctx.location, "{} {what}: not emulated", ctx.opcode);
-    if let Some(slot) = ctx.state.stats.not_emulated.get_mut(ctx.opcode.0 as usize) {
-        *slot += 1;
-    }
-    ctx.backend.not_emulated(&NotEmulated { queue: ctx.state.queue, opcode: ctx.opcode, location: *ctx.location });
-}
 
 pub(crate) fn write_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
     let w = ctx.decode::<WriteData>(p)?;
@@ -46,7 +38,18 @@ pub(crate) fn write_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4E
                 }
             }
         }
-        _ => report_not_emulated(ctx, "destination (GDS or reserved)"),
+        3 => {
+            // GDS: DST_ADDR_LO [15:0] is the byte offset.
+            let offset = w.destination & 0xFFFF;
+            if w.one_address {
+                if let Some(last) = w.data.last() {
+                    ctx.write_gds(offset, std::slice::from_ref(last))?;
+                }
+            } else {
+                ctx.write_gds(offset, w.data)?;
+            }
+        }
+        _ => report_not_emulated(ctx, "reserved destination"),
     }
     Ok(Flow::Continue)
 }
@@ -55,9 +58,9 @@ pub(crate) fn write_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4E
 fn copy_source(ctx: &mut Ctx<'_>, c: &CopyData) -> Result<Option<u64>, Pm4Error> {
     let value = match c.src_sel {
         0 | 4 => {
-            let lo = u64::from(ctx.state.regs.get(c.src as u32));
+            let lo = u64::from(ctx.read_register(c.src as u32));
             if c.count_64 {
-                lo | (u64::from(ctx.state.regs.get(c.src as u32 + 1)) << 32)
+                lo | (u64::from(ctx.read_register(c.src as u32 + 1)) << 32)
             } else {
                 lo
             }
@@ -76,6 +79,12 @@ fn copy_source(ctx: &mut Ctx<'_>, c: &CopyData) -> Result<Option<u64>, Pm4Error>
                 c.src & 0xFFFF_FFFF
             }
         }
+        3 => {
+            let mut v = [0u32; 2];
+            let n = if c.count_64 { 2 } else { 1 };
+            ctx.read_gds(c.src, &mut v[..n])?;
+            u64::from(v[0]) | (u64::from(v[1]) << 32)
+        }
         9 | 10 => ctx.gpu_clock(),
         _ => return Ok(None),
     };
@@ -85,7 +94,7 @@ fn copy_source(ctx: &mut Ctx<'_>, c: &CopyData) -> Result<Option<u64>, Pm4Error>
 pub(crate) fn copy_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
     let c = ctx.decode::<CopyData>(p)?;
     let Some(value) = copy_source(ctx, &c)? else {
-        report_not_emulated(ctx, "source (GDS or atomic return)");
+        report_not_emulated(ctx, "source (atomic return data)");
         return Ok(Flow::Continue);
     };
     match c.dst_sel {
@@ -102,11 +111,102 @@ pub(crate) fn copy_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Er
                 ctx.write_u32(c.dst, value as u32)?;
             }
         }
-        _ => report_not_emulated(ctx, "destination (GDS)"),
+        3 => {
+            let v = [value as u32, (value >> 32) as u32];
+            ctx.write_gds(c.dst, if c.count_64 { &v } else { &v[..1] })?;
+        }
+        _ => report_not_emulated(ctx, "reserved destination"),
     }
     Ok(Flow::Continue)
 }
 
+/// One side of a DMA_DATA transfer, as a stream of dwords.
+#[derive(Clone, Copy)]
+enum DmaEnd {
+    /// Guest memory from an address; `step` false = the same dword again.
+    Memory { address: u64, step: bool },
+    /// Registers from an absolute index; `step` false = the same register.
+    Register { index: u32, step: bool },
+    /// The GDS from a byte offset (GDS increments, not the CP).
+    Gds { offset: u64 },
+    /// SRC_SEL 2: the DATA dword.
+    Data(u32),
+}
+
+impl DmaEnd {
+    fn at(self, dword: u32) -> Self {
+        let bytes = u64::from(dword) * 4;
+        match self {
+            DmaEnd::Memory { address, step: true } => {
+                DmaEnd::Memory { address: address.wrapping_add(bytes), step: true }
+            }
+            DmaEnd::Register { index, step: true } => DmaEnd::Register { index: index.wrapping_add(dword), step: true },
+            DmaEnd::Gds { offset } => DmaEnd::Gds { offset: offset + bytes },
+            other => other,
+        }
+    }
+}
+
+/// Reads `out.len()` dwords from a DMA source.
+fn dma_read(ctx: &mut Ctx<'_>, src: DmaEnd, out: &mut [u32]) -> Result<(), Pm4Error> {
+    match src {
+        DmaEnd::Memory { address, step: true } => ctx.memory.read_dwords(address, out).map_err(|e| ctx.mem_err(e)),
+        DmaEnd::Memory { address, step: false } => {
+            out.fill(ctx.read_u32(address)?);
+            Ok(())
+        }
+        DmaEnd::Register { index, step } => {
+            for (i, slot) in out.iter_mut().enumerate() {
+                *slot = ctx.read_register(if step { index.wrapping_add(i as u32) } else { index });
+            }
+            Ok(())
+        }
+        DmaEnd::Gds { offset } => ctx.read_gds(offset, out),
+        DmaEnd::Data(value) => {
+            out.fill(value);
+            Ok(())
+        }
+    }
+}
+
+/// Writes dwords to a DMA destination.
+fn dma_write(ctx: &mut Ctx<'_>, dst: DmaEnd, data: &[u32]) -> Result<(), Pm4Error> {
+    match dst {
+        DmaEnd::Memory { address, step: true } => {
+            let mut bytes = [0u8; 256];
+            for (slot, value) in bytes.chunks_exact_mut(4).zip(data) {
+                slot.copy_from_slice(&value.to_le_bytes());
+            }
+            let r = ctx.memory.write_bytes(address, bytes.get(..data.len() * 4).unwrap_or(&[]));
+            r.map_err(|e| ctx.mem_err(e))
+        }
+        // Every dword to the one address: the last one stays.
+        DmaEnd::Memory { address, step: false } => match data.last() {
+            Some(last) => ctx.write_u32(address, *last),
+            None => Ok(()),
+        },
+        DmaEnd::Register { index, step: true } => {
+            for (i, value) in data.iter().enumerate() {
+                ctx.write_register(index.wrapping_add(i as u32), *value);
+            }
+            Ok(())
+        }
+        // Every dword to the one register: the last one stays.
+        DmaEnd::Register { index, step: false } => {
+            if let Some(last) = data.last() {
+                ctx.write_register(index, *last);
+            }
+            Ok(())
+        }
+        DmaEnd::Gds { offset } => ctx.write_gds(offset, data),
+        DmaEnd::Data(_) => Ok(()),
+    }
+}
+
+/// DMA_DATA (§3.36): BYTE_COUNT bytes from the source (memory, registers,
+/// GDS or the DATA dword) to the destination (memory, registers or GDS).
+/// SAIC/DAIC keep the memory address or register of their side fixed;
+/// GDS always increments. Register and GDS sides move whole dwords.
 pub(crate) fn dma_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
     let d = ctx.decode::<DmaData>(p)?;
     let len = u64::from(d.byte_count);
@@ -114,43 +214,57 @@ pub(crate) fn dma_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Err
         // A read-only prefetch, or nothing to move.
         return Ok(Flow::Continue);
     }
-    if d.dst_sel == 1 || d.src_sel == 1 {
-        report_not_emulated(ctx, "GDS transfer");
+    // The DMA synchronisation idiom console SDKs emit: no effect.
+    if d.dst_sel != 1 && d.dst_is_register && (d.dst >> 2) as u32 == gfx103::CP_DMA_READ_TAGS {
         return Ok(Flow::Continue);
     }
-    if d.dst_is_register {
-        // Register destinations: the CP_DMA_READ_TAGS synchronisation idiom
-        // (and other register streams) write the last dword to the register.
-        let register = (d.dst >> 2) as u32;
-        if register != gfx103::CP_DMA_READ_TAGS {
-            let value = if d.src_sel == 2 { d.src as u32 } else { ctx.read_u32(d.src)? };
-            ctx.write_register(register, value);
-        }
-        return Ok(Flow::Continue);
-    }
-    let result = if d.src_sel == 2 {
-        if d.dst_no_increment {
-            ctx.memory.write_u32(d.dst, d.src as u32)
-        } else {
-            ctx.memory.fill(d.dst, len, d.src as u32)
-        }
-    } else if d.src_is_register {
-        let value = ctx.state.regs.get((d.src >> 2) as u32);
-        ctx.memory.fill(d.dst, len, value)
-    } else if d.src_no_increment {
-        match ctx.memory.read_u32(d.src) {
-            Ok(value) => ctx.memory.fill(d.dst, len, value),
-            Err(e) => Err(e),
-        }
-    } else if d.dst_no_increment {
-        match ctx.memory.read_u32(d.src.wrapping_add(len.saturating_sub(4))) {
-            Ok(value) => ctx.memory.write_u32(d.dst, value),
-            Err(e) => Err(e),
-        }
-    } else {
-        ctx.memory.copy(d.dst, d.src, len)
+    let src = match d.src_sel {
+        1 => DmaEnd::Gds { offset: d.src & 0xFFFF },
+        2 => DmaEnd::Data(d.src as u32),
+        _ if d.src_is_register => DmaEnd::Register { index: (d.src >> 2) as u32, step: !d.src_no_increment },
+        _ => DmaEnd::Memory { address: d.src, step: !d.src_no_increment },
     };
-    result.map_err(|e| ctx.mem_err(e))?;
+    let dst = match d.dst_sel {
+        1 => DmaEnd::Gds { offset: d.dst & 0xFFFF },
+        _ if d.dst_is_register => DmaEnd::Register { index: (d.dst >> 2) as u32, step: !d.dst_no_increment },
+        _ => DmaEnd::Memory { address: d.dst, step: !d.dst_no_increment },
+    };
+    // Memory to memory and fills of memory keep their byte-exact fast paths.
+    match (src, dst) {
+        (DmaEnd::Memory { address: s, step: true }, DmaEnd::Memory { address: t, step: true }) => {
+            return ctx.memory.copy(t, s, len).map(|()| Flow::Continue).map_err(|e| ctx.mem_err(e));
+        }
+        (DmaEnd::Data(value), DmaEnd::Memory { address, step: true }) => {
+            return ctx.memory.fill(address, len, value).map(|()| Flow::Continue).map_err(|e| ctx.mem_err(e));
+        }
+        (DmaEnd::Data(value), DmaEnd::Gds { offset }) => {
+            ctx.state.global.fill_gds(offset, len, value).map_err(|e| ctx.gds_err(e))?;
+            return Ok(Flow::Continue);
+        }
+        (DmaEnd::Memory { address, step: false }, DmaEnd::Memory { address: t, step: true }) => {
+            let value = ctx.read_u32(address)?;
+            return ctx.memory.fill(t, len, value).map(|()| Flow::Continue).map_err(|e| ctx.mem_err(e));
+        }
+        _ => {}
+    }
+    let mut dwords = d.byte_count / 4;
+    if let DmaEnd::Register { index, step: true } = dst {
+        // A register run ends with the register file.
+        let available = crate::regs::space::END.saturating_sub(index);
+        if dwords > available {
+            tracing::warn!(queue = %ctx.state.queue, location = %ctx.location, "DMA_DATA register run from {index:#x} leaves the register file after {available} of {dwords} dwords");
+            dwords = available;
+        }
+    }
+    let mut buf = [0u32; 64];
+    let mut done = 0u32;
+    while done < dwords {
+        let n = (dwords - done).min(64) as usize;
+        let chunk = &mut buf[..n];
+        dma_read(ctx, src.at(done), chunk)?;
+        dma_write(ctx, dst.at(done), chunk)?;
+        done += n as u32;
+    }
     Ok(Flow::Continue)
 }
 
@@ -241,7 +355,7 @@ pub(crate) fn atomic_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4E
 
 pub(crate) fn cond_write(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
     let c = ctx.decode::<CondWrite>(p)?;
-    let value = if c.poll_memory { ctx.read_u32(c.poll)? } else { ctx.state.regs.get(c.poll as u32) };
+    let value = if c.poll_memory { ctx.read_u32(c.poll)? } else { ctx.read_register(c.poll as u32) };
     if c.function.test(u64::from(value & c.mask), u64::from(c.reference)) && c.function != CompareFunction::Reserved {
         match c.write_space {
             0 => ctx.write_register(c.write as u32, c.data),

@@ -12,7 +12,7 @@ pub(crate) mod predication;
 pub(crate) mod registers;
 pub(crate) mod wait;
 
-use super::context::Flow;
+use super::context::{Ctx, Flow};
 use super::{unknown_packet_report, Env, Pm4Error, ProcessorState, UnknownPacketPolicy};
 use crate::backend::NotEmulated;
 use crate::packet::Packet;
@@ -23,7 +23,10 @@ use crate::packet::Packet;
 #[cold]
 pub(crate) fn unhandled(state: &mut ProcessorState, env: &mut Env<'_>, packet: &Packet<'_>) -> Result<Flow, Pm4Error> {
     let opcode = packet.opcode();
-    if opcode.is_known() {
+    // A graphics-ring packet on a compute queue is reported like an unknown
+    // packet of that queue: a driver bug on real hardware.
+    let wrong_queue = !state.queue.is_graphics() && super::tables::is_graphics_only(opcode);
+    if opcode.is_known() && !wrong_queue {
         if let Some(slot) = state.stats.not_emulated.get_mut(opcode.0 as usize) {
             *slot += 1;
         }
@@ -37,7 +40,8 @@ pub(crate) fn unhandled(state: &mut ProcessorState, env: &mut Env<'_>, packet: &
         queue = %state.queue,
         location = %packet.location,
         header = format_args!("{:#010x}", packet.header.0),
-        "unknown packet (opcode {:#04x}), {} dwords:\n{}",
+        "{} (opcode {:#04x}), {} dwords:\n{}",
+        if wrong_queue { "graphics-only packet on a compute queue" } else { "unknown packet" },
         opcode.0,
         report.length_dw,
         report.dump
@@ -52,4 +56,14 @@ pub(crate) fn unhandled(state: &mut ProcessorState, env: &mut Env<'_>, packet: &
             Err(Pm4Error::UnknownPacket { location: packet.location, header: packet.header.0, opcode: opcode.0 })
         }
     }
+}
+
+/// Counts and reports a form of an emulated packet that is not emulated
+/// (`what` names the form), with no effect.
+pub(crate) fn report_not_emulated(ctx: &mut Ctx<'_>, what: &str) {
+    tracing::debug!(queue = %ctx.state.queue, location = %ctx.location, "{} {what}: not emulated", ctx.opcode);
+    if let Some(slot) = ctx.state.stats.not_emulated.get_mut(ctx.opcode.0 as usize) {
+        *slot += 1;
+    }
+    ctx.backend.not_emulated(&NotEmulated { queue: ctx.state.queue, opcode: ctx.opcode, location: *ctx.location });
 }

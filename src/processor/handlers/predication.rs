@@ -33,11 +33,17 @@ pub(crate) fn set_predication(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow,
                 if !s.draw_if_not_final {
                     return Ok(Flow::Suspend(SuspendReason::Predication { address: s.address }));
                 }
-                // HINT: draw while the data is not final.
-                true
-            } else {
-                sum != 0
+                // HINT = 1 (§3.9): the data is not final, so the CP draws,
+                // whatever PRED_BOOL says.
+                let predication = &mut ctx.exec.predication;
+                if !s.continue_bit {
+                    predication.accumulated = false;
+                }
+                predication.not_final = true;
+                predication.skip = false;
+                return Ok(Flow::Continue);
             }
+            sum != 0
         }
         2 => {
             let q = |i: u64| ctx.read_u64(s.address.wrapping_add(i * 8)).map(|v| v & !VALID);
@@ -63,8 +69,12 @@ pub(crate) fn set_predication(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow,
     } else {
         condition
     };
-    ctx.exec.predication.accumulated = condition;
-    ctx.exec.predication.skip = if s.draw_if_visible { !condition } else { condition };
+    let predication = &mut ctx.exec.predication;
+    if !s.continue_bit {
+        predication.not_final = false;
+    }
+    predication.accumulated = condition;
+    predication.skip = !predication.not_final && if s.draw_if_visible { !condition } else { condition };
     Ok(Flow::Continue)
 }
 
@@ -78,7 +88,13 @@ fn skip(ctx: &mut Ctx<'_>, skip_dw: u32) -> Result<Flow, Pm4Error> {
             remaining_dw: remaining,
         });
     }
-    ctx.exec.skip_dw = skip_dw;
+    // Dwords, not packets (§3.10): the cursor moves past them unparsed, so
+    // whatever they hold (even a type-1 dword) is never decoded.
+    if let Some(cursor) = ctx.exec.top_mut() {
+        cursor.offset_dw += skip_dw;
+    }
+    ctx.state.stats.skipped += 1;
+    ctx.state.stats.dwords += u64::from(skip_dw);
     Ok(Flow::Continue)
 }
 

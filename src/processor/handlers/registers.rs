@@ -5,8 +5,10 @@
 
 use crate::memory::address_from_dwords;
 use crate::memory::GuestMemory;
+use crate::memory::ADDRESS_MASK;
 use crate::packet::body::{
-    ClearState, ContextControl, ContextRegRmw, LoadRegisters, LoadRegistersIndex, RegRmw, SetQueueReg,
+    BodyError, ClearState, ContextControl, ContextRegRmw, LoadRegisters, LoadRegistersIndex, RegRmw,
+    SetContextRegIndirect, SetQueueReg, SetShRegOffset,
 };
 use crate::packet::{Opcode, Packet};
 use crate::processor::context::{write_register, Ctx, Flow};
@@ -36,36 +38,85 @@ pub(crate) fn write_run(state: &mut ProcessorState, base: u32, size: u32, offset
         values
     };
     let first = base + offset;
-    let actions = tables::register_actions(first, values.len());
-    let mut marks = 0;
-    let mut calls = false;
-    for action in actions {
-        match action {
-            tables::RegisterAction::None => {}
-            tables::RegisterAction::Mark(groups) => marks |= groups,
-            tables::RegisterAction::Call(_) => calls = true,
-        }
-    }
+    let marks = tables::register_run_marks(first, values.len());
     let mut done = 0usize;
     while let Some(rest) = values.get(done..).filter(|r| !r.is_empty()) {
         let slots = state.regs.range_mut(first + done as u32, rest.len() as u32);
         let n = slots.len();
         match rest.get(..n) {
-            Some(chunk) if n > 0 => {
-                for (slot, value) in slots.iter_mut().zip(chunk) {
-                    *slot = *value;
-                }
-            }
+            Some(chunk) if n > 0 => store_run(slots, chunk),
             _ => break,
         }
         done += n;
     }
-    state.dirty |= marks;
-    if calls {
-        for (i, (action, value)) in actions.iter().zip(values).enumerate() {
-            if let tables::RegisterAction::Call(handler) = action {
-                handler(state, first + i as u32, *value);
+    state.dirty |= marks & !tables::CALLS_HANDLER;
+    if first >= space::UCONFIG {
+        publish_uconfig(state, first, values.get(..done).unwrap_or(&[]));
+    }
+    if marks & tables::CALLS_HANDLER != 0 {
+        run_handlers(state, first, values);
+    }
+}
+
+/// Copies `values` into `slots` (runs are a few registers long: a loop
+/// beats a memcpy call).
+#[inline]
+fn store_run(slots: &mut [u32], values: &[u32]) {
+    match (slots, values) {
+        // One and two registers: most runs, stored without loop set-up.
+        ([slot], [value]) => *slot = *value,
+        ([s0, s1], [v0, v1]) => {
+            *s0 = *v0;
+            *s1 = *v1;
+        }
+        (slots, values) => {
+            for (slot, value) in slots.iter_mut().zip(values) {
+                *slot = *value;
             }
+        }
+    }
+}
+
+/// [`write_run`] for the common case, inlined into the loop's fast path:
+/// the run lies inside its space and inside one allocated register page,
+/// and no register of it calls a handler. Returns false (having written
+/// nothing) in any other case: the caller then calls [`write_run`].
+#[inline(always)]
+pub(crate) fn write_run_in_page(state: &mut ProcessorState, base: u32, size: u32, offset: u32, values: &[u32]) -> bool {
+    let n = values.len() as u32;
+    if offset.saturating_add(n) > size {
+        return false;
+    }
+    let first = base + offset;
+    let marks = tables::register_run_marks(first, values.len());
+    if marks & tables::CALLS_HANDLER != 0 {
+        return false;
+    }
+    let Some(slots) = state.regs.allocated_range_mut(first, n) else { return false };
+    store_run(slots, values);
+    state.dirty |= marks;
+    if first >= space::UCONFIG {
+        publish_uconfig(state, first, values);
+    }
+    true
+}
+
+/// UCONFIG registers are GPU-wide: a run of them goes to the shared file too.
+#[inline]
+fn publish_uconfig(state: &ProcessorState, first: u32, values: &[u32]) {
+    for (i, value) in values.iter().enumerate() {
+        state.global.set_uconfig(first + i as u32, *value);
+    }
+}
+
+/// The register handlers of a run, in register order, after every value of
+/// the run is stored.
+#[cold]
+fn run_handlers(state: &mut ProcessorState, first: u32, values: &[u32]) {
+    let actions = tables::register_actions(first, values.len());
+    for (i, (action, value)) in actions.iter().zip(values).enumerate() {
+        if let tables::RegisterAction::Call(handler) = action {
+            handler(state, first + i as u32, *value);
         }
     }
 }
@@ -155,9 +206,9 @@ pub(crate) fn context_reg_rmw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow,
 pub(crate) fn reg_rmw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
     let rmw = ctx.decode::<RegRmw>(p)?;
     let register = rmw.register;
-    let and_mask = if rmw.and_from_register { ctx.state.regs.get(rmw.and_mask & 0x3FFFF) } else { rmw.and_mask };
-    let or_mask = if rmw.or_from_register { ctx.state.regs.get(rmw.or_mask & 0x3FFFF) } else { rmw.or_mask };
-    let old = ctx.state.regs.get(register);
+    let and_mask = if rmw.and_from_register { ctx.read_register(rmw.and_mask & 0x3FFFF) } else { rmw.and_mask };
+    let or_mask = if rmw.or_from_register { ctx.read_register(rmw.or_mask & 0x3FFFF) } else { rmw.or_mask };
+    let old = ctx.read_register(register);
     ctx.write_register(register, (old & and_mask) | or_mask);
     Ok(Flow::Continue)
 }
@@ -185,9 +236,11 @@ pub(crate) fn pop_context(state: &mut ProcessorState) {
     }
 }
 
-/// CLEAR_STATE: CMD 0 clears the context registers to their defaults
-/// (zero: the kernel's clear-state image is not part of a stream), 1 pushes,
-/// 2 pops, 3 pushes then clears.
+/// CLEAR_STATE (§3.3): CMD 0 loads the clear-state values into the context
+/// registers of the clear-state extents (the values of
+/// `registers/clear-state-gfx10.json`: 0 unless listed; registers outside
+/// the extents keep theirs), 1 pushes the context, 2 pops it, 3 pushes then
+/// clears.
 pub(crate) fn clear_state(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
     let cmd = ctx.decode::<ClearState>(p)?.cmd;
     if cmd == 1 || cmd == 3 {
@@ -197,11 +250,27 @@ pub(crate) fn clear_state(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4
         pop_context(ctx.state);
     }
     if cmd == 0 || cmd == 3 {
-        for i in 0..space::CONTEXT_SIZE {
-            write_register(ctx.state, space::CONTEXT + i, 0);
-        }
+        load_clear_state(ctx.state);
     }
     Ok(Flow::Continue)
+}
+
+/// Writes the clear-state image into the context registers.
+pub(crate) fn load_clear_state(state: &mut ProcessorState) {
+    use crate::regs::generated::clear_state::{EXTENTS, NONZERO};
+    let mut nonzero = NONZERO.iter().peekable();
+    for &(start, count) in EXTENTS {
+        for register in start..start + count {
+            let value = match nonzero.peek() {
+                Some(&&(r, v)) if r == register => {
+                    nonzero.next();
+                    v
+                }
+                _ => 0,
+            };
+            write_register(state, register, value);
+        }
+    }
 }
 
 /// CONTEXT_CONTROL: register shadowing enables; every register already lives
@@ -230,5 +299,51 @@ pub(crate) fn set_queue_reg(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, P
     for (slot, value) in regs.iter_mut().skip(set.offset as usize).zip(set.values) {
         *slot = *value;
     }
+    Ok(Flow::Continue)
+}
+
+/// SET_CONTEXT_REG_INDIRECT (0x73, §2, §3.2): context register
+/// REG_OFFSET + i takes the dword at the patch table (SET_BASE index 0) +
+/// 4 × the i-th offset of the packet.
+pub(crate) fn set_context_reg_indirect(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let s = ctx.decode::<SetContextRegIndirect>(p)?;
+    let table = ctx.state.bases.patch_table;
+    for (i, offset) in s.table_offsets.iter().enumerate() {
+        let relative = s.reg_offset + i as u32;
+        if relative >= space::CONTEXT_SIZE {
+            run_leaves_space(ctx.state, space::CONTEXT + s.reg_offset, i, s.table_offsets.len());
+            break;
+        }
+        let value = ctx.read_u32(table.wrapping_add(u64::from(*offset) * 4) & ADDRESS_MASK)?;
+        ctx.write_register(space::CONTEXT + relative, value);
+    }
+    Ok(Flow::Continue)
+}
+
+/// SET_SH_REG_OFFSET (0x77, §3.42), read as follows where the reference is
+/// silent (ARCHITECTURE.md says so too):
+/// - INDEX 0: the SH register pair at REG_OFFSET gets the address of
+///   (current IB base + IB_OFFSET × 4): low 32 bits, then bits \[47:32\]
+///   with DRIVER_DATA in \[31:16\];
+/// - INDEX 2: the register gets the dword at the SET_BASE index-5 base +
+///   DATA_OFFSET (bytes);
+/// - INDEX 1: the pair gets the two dwords there.
+pub(crate) fn set_sh_reg_offset(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+    let s = ctx.decode::<SetShRegOffset>(p)?;
+    let values = match s.index {
+        0 => {
+            let address = ctx.location.buffer.wrapping_add(u64::from(s.offset) * 4) & ADDRESS_MASK;
+            [address as u32, ((address >> 32) as u32 & 0xFFFF) | (s.driver_data.unwrap_or(0) << 16)]
+        }
+        1 | 2 => {
+            let at = ctx.state.bases.sh_offset.wrapping_add(u64::from(s.offset)) & ADDRESS_MASK;
+            let first = ctx.read_u32(at)?;
+            let second = if s.index == 1 { ctx.read_u32(at.wrapping_add(4))? } else { 0 };
+            [first, second]
+        }
+        _ => return Err(ctx.body_err(BodyError::Invalid { opcode: p.opcode(), what: "INDEX 3 is reserved" })),
+    };
+    let count = if s.index == 2 { 1 } else { 2 };
+    write_run(ctx.state, space::SH, space::SH_SIZE, s.reg_offset, &values[..count]);
     Ok(Flow::Continue)
 }

@@ -27,9 +27,9 @@ pub(crate) fn wait_reg_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm
             }
         }
         PollTarget::Register(register) => {
-            let lo = u64::from(ctx.state.regs.get(register));
+            let lo = u64::from(ctx.read_register(register));
             if w.is_64 {
-                lo | (u64::from(ctx.state.regs.get(register.wrapping_add(1))) << 32)
+                lo | (u64::from(ctx.read_register(register.wrapping_add(1))) << 32)
             } else {
                 lo
             }
