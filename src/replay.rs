@@ -167,9 +167,110 @@ pub struct PacketCounts {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct ReplayErrorEntry {
-    /// A short, stable kind (`memory`, `deadlock`, `host_write`, `shader`, …).
-    pub kind: String,
+    /// What kind of error (serialised as its stable name: `memory`,
+    /// `deadlock`, `host_write`, `shader`, …).
+    pub kind: ReplayErrorKind,
     pub message: String,
+}
+
+/// The kind of a replay error: a processor error's kind, or a problem of
+/// the replay itself. Written (`Display`, `--json`) as its stable name.
+///
+/// ```
+/// use pm4core::replay::ReplayErrorKind;
+///
+/// assert_eq!(ReplayErrorKind::HostWrite.to_string(), "host_write");
+/// assert!(ReplayErrorKind::Limit == "limit");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ReplayErrorKind {
+    /// A packet read or wrote unmapped memory, or a region could not be mapped.
+    Memory,
+    PacketOverrun,
+    Type1Header,
+    MalformedPacket,
+    IbStackOverflow,
+    WorkBudgetExhausted,
+    SkipPastEnd,
+    UnknownPacket,
+    ConstantEngineBacklog,
+    /// A GDS access outside the global data share.
+    Gds,
+    Busy,
+    /// Every queue with work waits and nothing can wake it.
+    Deadlock,
+    /// A trace's host write could not be applied.
+    HostWrite,
+    /// A trace's shader could not be registered.
+    Shader,
+    /// A resource limit of the replay was reached.
+    Limit,
+    /// Writing an output (the event log) failed.
+    Output,
+    /// Any other GPU error.
+    Gpu,
+}
+
+impl ReplayErrorKind {
+    /// The stable name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Memory => "memory",
+            Self::PacketOverrun => "packet_overrun",
+            Self::Type1Header => "type1_header",
+            Self::MalformedPacket => "malformed_packet",
+            Self::IbStackOverflow => "ib_stack_overflow",
+            Self::WorkBudgetExhausted => "work_budget_exhausted",
+            Self::SkipPastEnd => "skip_past_end",
+            Self::UnknownPacket => "unknown_packet",
+            Self::ConstantEngineBacklog => "constant_engine_backlog",
+            Self::Gds => "gds",
+            Self::Busy => "busy",
+            Self::Deadlock => "deadlock",
+            Self::HostWrite => "host_write",
+            Self::Shader => "shader",
+            Self::Limit => "limit",
+            Self::Output => "output",
+            Self::Gpu => "gpu",
+        }
+    }
+
+    /// The kind of a processor error.
+    pub fn of(e: &Pm4Error) -> Self {
+        match e {
+            Pm4Error::Memory { .. } => Self::Memory,
+            Pm4Error::PacketOverrun { .. } => Self::PacketOverrun,
+            Pm4Error::Type1Header { .. } => Self::Type1Header,
+            Pm4Error::MalformedPacket { .. } => Self::MalformedPacket,
+            Pm4Error::IbStackOverflow { .. } => Self::IbStackOverflow,
+            Pm4Error::WorkBudgetExhausted { .. } => Self::WorkBudgetExhausted,
+            Pm4Error::SkipPastEnd { .. } => Self::SkipPastEnd,
+            Pm4Error::UnknownPacket { .. } => Self::UnknownPacket,
+            Pm4Error::ConstantEngineBacklog { .. } => Self::ConstantEngineBacklog,
+            Pm4Error::Gds { .. } => Self::Gds,
+            Pm4Error::Busy => Self::Busy,
+        }
+    }
+}
+
+impl std::fmt::Display for ReplayErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl PartialEq<&str> for ReplayErrorKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.name() == *other
+    }
+}
+
+#[cfg(feature = "serde")]
+impl serde::Serialize for ReplayErrorKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
 }
 
 /// An unknown packet as the summary reports it.
@@ -501,8 +602,8 @@ impl Backend for ReplayBackend {
     }
 }
 
-fn error(kind: &str, message: impl Into<String>) -> ReplayErrorEntry {
-    ReplayErrorEntry { kind: kind.to_string(), message: message.into() }
+fn error(kind: ReplayErrorKind, message: impl Into<String>) -> ReplayErrorEntry {
+    ReplayErrorEntry { kind, message: message.into() }
 }
 
 fn gpu_error_entry(e: &GpuError) -> ReplayErrorEntry {
@@ -517,18 +618,18 @@ fn gpu_error_entry(e: &GpuError) -> ReplayErrorEntry {
         _ => None,
     };
     if let Some(limit) = memory_limit {
-        return error("limit", format!("{e} ({}; raise it with {})", limit.field(), limit.option()));
+        return error(ReplayErrorKind::Limit, format!("{e} ({}; raise it with {})", limit.field(), limit.option()));
     }
     if let GpuError::Processor { source: Pm4Error::WorkBudgetExhausted { .. }, .. } = e {
         // A submission's budget is the replay's packet limit.
         let limit = Limit::Packets;
-        return error("limit", format!("{e} ({}; raise it with {})", limit.field(), limit.option()));
+        return error(ReplayErrorKind::Limit, format!("{e} ({}; raise it with {})", limit.field(), limit.option()));
     }
     let kind = match e {
-        GpuError::Processor { source, .. } => source.kind(),
-        GpuError::Deadlock(_) => "deadlock",
-        GpuError::HostWrite { .. } => "host_write",
-        _ => "gpu",
+        GpuError::Processor { source, .. } => ReplayErrorKind::of(source),
+        GpuError::Deadlock(_) => ReplayErrorKind::Deadlock,
+        GpuError::HostWrite { .. } => ReplayErrorKind::HostWrite,
+        _ => ReplayErrorKind::Gpu,
     };
     error(kind, e.to_string())
 }
@@ -824,7 +925,7 @@ fn replay_into(
                 None
             }
             Err(Stop::Limit(e)) => {
-                errors.push(error("limit", e.to_string()));
+                errors.push(error(ReplayErrorKind::Limit, e.to_string()));
                 for q in 0..QueueId::COUNT {
                     let _ = gpu.abort(QueueId(q));
                 }
@@ -850,7 +951,8 @@ fn replay_into(
             TraceEvent::MemRegion { .. } | TraceEvent::ZeroRegion { .. } => {
                 let r = gpu.with_memory(|m| trace.map_region(m, event));
                 if let Err(e) = r {
-                    errors.push(error("memory", format!("chunk {}: mapping failed: {e}", event.chunk())));
+                    errors
+                        .push(error(ReplayErrorKind::Memory, format!("chunk {}: mapping failed: {e}", event.chunk())));
                 }
             }
             TraceEvent::HostWrite { address, data, chunk } => {
@@ -874,7 +976,10 @@ fn replay_into(
                 }
                 let r = gpu.with_shared(|m, _, s| s.create(m, *header_address, *code_address, *relocated).map(|_| ()));
                 if let Err(e) = r {
-                    errors.push(error("shader", format!("chunk {chunk}: shader at {header_address:#x}: {e}")));
+                    errors.push(error(
+                        ReplayErrorKind::Shader,
+                        format!("chunk {chunk}: shader at {header_address:#x}: {e}"),
+                    ));
                 }
             }
             TraceEvent::Submit { queue, address, size_dw, .. } => {
@@ -899,7 +1004,7 @@ fn replay_into(
     let mut stall = None;
     if !stopped {
         if let Some(report) = settle(&gpu, &mut errors, &mut observed, &mut stopped) {
-            errors.push(error("deadlock", report.to_string()));
+            errors.push(error(ReplayErrorKind::Deadlock, report.to_string()));
             stall = Some(report);
         }
     }
@@ -980,7 +1085,7 @@ fn replay_into(
             Ok(hex) => {
                 summary.memory.insert(query.label.clone(), hex);
             }
-            Err(e) => errors.push(error("memory", format!("--mem {}: {e}", query.label))),
+            Err(e) => errors.push(error(ReplayErrorKind::Memory, format!("--mem {}: {e}", query.label))),
         }
     }
     for query in &options.registers {
@@ -1014,7 +1119,7 @@ fn replay_into(
         outcome.log_truncated = records.truncated();
         let (out, e) = records.finish();
         if let Some(e) = e {
-            errors.push(error("output", format!("writing the event log: {e}")));
+            errors.push(error(ReplayErrorKind::Output, format!("writing the event log: {e}")));
         }
         if let RecordOut::Lines(lines) = out {
             outcome.log = lines;
@@ -1028,7 +1133,7 @@ fn replay_into(
         let (out, e, truncated) = timeline.finish(&waits.spans);
         outcome.timeline_truncated = truncated || waits_truncated;
         if let Some(e) = e {
-            errors.push(error("output", format!("writing the timeline: {e}")));
+            errors.push(error(ReplayErrorKind::Output, format!("writing the timeline: {e}")));
         }
         if let RecordOut::Text(text) = out {
             outcome.timeline = Some(text);
@@ -1043,7 +1148,7 @@ fn replay_into(
 fn apply_patches(gpu: &Gpu<SparseMemory, ReplayBackend>, patches: &[(u64, u32)], errors: &mut Vec<ReplayErrorEntry>) {
     for &(address, value) in patches {
         if let Err(e) = gpu.with_memory(|m| m.write_u32(address, value)) {
-            errors.push(error("memory", format!("--patch {address:#x}={value:#x}: {e}")));
+            errors.push(error(ReplayErrorKind::Memory, format!("--patch {address:#x}={value:#x}: {e}")));
         }
     }
 }

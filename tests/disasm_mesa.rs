@@ -143,7 +143,7 @@ fn walk_matches_mesa_decode() {
         let mut diagnostics = Vec::new();
         let summary = dis.walk(&mut |event| match event {
             WalkEvent::Packet(p) => ours.push(p.dwords.first().copied().unwrap_or(0)),
-            WalkEvent::Diagnostic(d) => diagnostics.push(d.message.clone()),
+            WalkEvent::Diagnostic(d) => diagnostics.push(d.message.to_string()),
             WalkEvent::Submission(_) => {}
         });
         assert!(summary.complete, "{name}: walk stopped early");

@@ -21,7 +21,7 @@ fn opcodes(l: &Listing) -> Vec<(String, u32)> {
 }
 
 fn messages(l: &Listing) -> String {
-    l.diagnostics.iter().map(|d| d.message.as_str()).collect::<Vec<_>>().join("\n")
+    l.diagnostics.iter().map(|d| d.message.to_string()).collect::<Vec<_>>().join("\n")
 }
 
 fn text(dis: &Disassembler<'_>) -> String {

@@ -307,7 +307,7 @@ fn a_waiting_constant_engine_queues_at_most_256_buffers() {
          .submit gfx loop\n",
     );
     let outcome = replay(&trace, &options(Limits { max_packets: 100_000, ..Limits::default() }));
-    let errors: Vec<_> = outcome.summary.errors.iter().map(|e| (e.kind.as_str(), e.message.as_str())).collect();
+    let errors: Vec<_> = outcome.summary.errors.iter().map(|e| (e.kind.name(), e.message.as_str())).collect();
     assert_eq!(
         errors,
         vec![(

@@ -163,8 +163,73 @@ pub struct Diagnostic {
     pub depth: u32,
     /// Submission being walked, if any.
     pub submission: Option<usize>,
-    /// What happened.
-    pub message: String,
+    /// What happened (written, and serialised, as its sentence).
+    pub message: DiagnosticKind,
+}
+
+/// What a walk met that is not a packet. `Display` writes the sentence the
+/// text listing and `--json` show.
+///
+/// ```
+/// use pm4core::disasm::DiagnosticKind;
+///
+/// let d = DiagnosticKind::IbCycle { target: 0x1000 };
+/// assert_eq!(d.to_string(), "IB to 0x1000 closes a cycle; not followed");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DiagnosticKind {
+    /// A trace's memory region could not be mapped.
+    RegionNotMapped(String),
+    /// A trace's host write could not be applied.
+    HostWriteNotApplied(String),
+    /// A raw file's last bytes do not make a dword.
+    TrailingBytes { bytes: usize },
+    /// A CHAIN leads back to a buffer of the walk.
+    ChainCycle { target: u64 },
+    /// A CHAIN's target is not mapped.
+    ChainUnmapped { target: u64, size_dw: u32 },
+    /// The packet budget ran out.
+    BudgetExhausted { budget: u64 },
+    /// A header cannot be read.
+    UnreadableHeader(String),
+    /// Dwords after a CHAIN, never walked.
+    AfterChain { dwords: u32 },
+    /// An IB deeper than the nesting limit.
+    NestingLimit { target: u64, limit: u32 },
+    /// An IB leads back to a buffer of the walk.
+    IbCycle { target: u64 },
+    /// An IB's target is not mapped.
+    IbUnmapped { target: u64, size_dw: u32 },
+}
+
+impl std::fmt::Display for DiagnosticKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::RegionNotMapped(e) => write!(f, "region not mapped: {e}"),
+            Self::HostWriteNotApplied(e) => write!(f, "host write not applied: {e}"),
+            Self::TrailingBytes { bytes } => write!(f, "{bytes} trailing bytes (less than a dword) not walked"),
+            Self::ChainCycle { target } => write!(f, "CHAIN to {target:#x} closes a cycle; not followed"),
+            Self::ChainUnmapped { target, size_dw } => {
+                write!(f, "CHAIN target {target:#x} ({size_dw} dwords) is unmapped")
+            }
+            Self::BudgetExhausted { budget } => write!(f, "packet budget of {budget} exhausted; walk stopped"),
+            Self::UnreadableHeader(e) => write!(f, "cannot read a packet header: {e}"),
+            Self::AfterChain { dwords } => write!(f, "{dwords} dwords after the CHAIN are not walked"),
+            Self::NestingLimit { target, limit } => {
+                write!(f, "IB to {target:#x} not followed: nesting limit {limit} reached")
+            }
+            Self::IbCycle { target } => write!(f, "IB to {target:#x} closes a cycle; not followed"),
+            Self::IbUnmapped { target, size_dw } => write!(f, "IB target {target:#x} ({size_dw} dwords) is unmapped"),
+        }
+    }
+}
+
+#[cfg(feature = "serde")]
+impl serde::Serialize for DiagnosticKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
 }
 
 /// One step of a walk, in order.
@@ -398,12 +463,12 @@ impl<'a> Disassembler<'a> {
                     match *event {
                         TraceEvent::MemRegion { address, .. } | TraceEvent::ZeroRegion { address, .. } => {
                             if let Err(e) = trace.map_region(&memory, event) {
-                                walker.diagnostic(address, 0, format!("region not mapped: {e}"));
+                                walker.diagnostic(address, 0, DiagnosticKind::RegionNotMapped(e.to_string()));
                             }
                         }
                         TraceEvent::HostWrite { address, .. } => {
                             if let Err(e) = trace.apply_host_write(&mut memory, event) {
-                                walker.diagnostic(address, 0, format!("host write not applied: {e}"));
+                                walker.diagnostic(address, 0, DiagnosticKind::HostWriteNotApplied(e.to_string()));
                             }
                         }
                         TraceEvent::Submit { queue, address, size_dw, .. } => {
@@ -420,7 +485,7 @@ impl<'a> Disassembler<'a> {
                 walker.submit(memory, 0, *base, *size_dw);
                 if *tail > 0 {
                     let end = base.wrapping_add(u64::from(*size_dw) * 4);
-                    walker.diagnostic(end, 0, format!("{tail} trailing bytes (less than a dword) not walked"));
+                    walker.diagnostic(end, 0, DiagnosticKind::TrailingBytes { bytes: *tail });
                 }
             }
         }
@@ -495,7 +560,7 @@ impl Walker<'_, '_, '_> {
         self.summary
     }
 
-    fn diagnostic(&mut self, address: u64, depth: u32, message: String) {
+    fn diagnostic(&mut self, address: u64, depth: u32, message: DiagnosticKind) {
         self.summary.diagnostics += 1;
         let d = Diagnostic { address, depth, submission: self.submission, message };
         match &mut self.sink {
@@ -527,11 +592,11 @@ impl Walker<'_, '_, '_> {
             hops.insert(address);
             let Some((target, size)) = next else { break };
             if hops.contains(&target) || self.stack.contains(&target) {
-                self.diagnostic(target, depth, format!("CHAIN to {target:#x} closes a cycle; not followed"));
+                self.diagnostic(target, depth, DiagnosticKind::ChainCycle { target });
                 break;
             }
             if !memory.is_mapped(target, 4) {
-                self.diagnostic(target, depth, format!("CHAIN target {target:#x} ({size} dwords) is unmapped"));
+                self.diagnostic(target, depth, DiagnosticKind::ChainUnmapped { target, size_dw: size });
                 break;
             }
             address = target;
@@ -549,7 +614,7 @@ impl Walker<'_, '_, '_> {
                     self.exhausted = true;
                     self.summary.complete = false;
                     let budget = self.budget;
-                    self.diagnostic(base, depth, format!("packet budget of {budget} exhausted; walk stopped"));
+                    self.diagnostic(base, depth, DiagnosticKind::BudgetExhausted { budget });
                 }
                 return None;
             }
@@ -561,7 +626,7 @@ impl Walker<'_, '_, '_> {
             let (header, full_len, mut problem) = match reader.frame(&mut source) {
                 Ok(frame) => (frame.header.0, frame.length_dw, None),
                 Err(FrameError { kind: FrameErrorKind::Unreadable(e), .. }) => {
-                    self.diagnostic(address, depth, format!("cannot read a packet header: {e}"));
+                    self.diagnostic(address, depth, DiagnosticKind::UnreadableHeader(e.to_string()));
                     return None;
                 }
                 Err(FrameError { kind: FrameErrorKind::Type1 { header }, .. }) => {
@@ -614,7 +679,7 @@ impl Walker<'_, '_, '_> {
                 Follow::Chain(target, size) => {
                     if !reader.is_at_end() {
                         let rest = reader.remaining_dw();
-                        self.diagnostic(address, depth, format!("{rest} dwords after the CHAIN are not walked"));
+                        self.diagnostic(address, depth, DiagnosticKind::AfterChain { dwords: rest });
                     }
                     return Some((target, size));
                 }
@@ -626,11 +691,11 @@ impl Walker<'_, '_, '_> {
     fn call(&mut self, memory: &dyn GuestMemory, from: u64, target: u64, size: u32, depth: u32) {
         let limit = self.options.max_depth.min(MAX_DEPTH);
         if depth >= limit {
-            self.diagnostic(from, depth, format!("IB to {target:#x} not followed: nesting limit {limit} reached"));
+            self.diagnostic(from, depth, DiagnosticKind::NestingLimit { target, limit });
         } else if self.stack.contains(&target) {
-            self.diagnostic(from, depth, format!("IB to {target:#x} closes a cycle; not followed"));
+            self.diagnostic(from, depth, DiagnosticKind::IbCycle { target });
         } else if !memory.is_mapped(target, 4) {
-            self.diagnostic(target, depth + 1, format!("IB target {target:#x} ({size} dwords) is unmapped"));
+            self.diagnostic(target, depth + 1, DiagnosticKind::IbUnmapped { target, size_dw: size });
         } else {
             self.walk_level(memory, target, size, depth + 1);
         }

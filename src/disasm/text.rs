@@ -76,7 +76,7 @@ impl<'o> TextWriter<'o> {
         self.put(b"! ");
         self.hex_prefixed(d.address, 12);
         self.put(b": ");
-        self.put(d.message.as_bytes());
+        self.put(d.message.to_string().as_bytes());
         self.put(b"\n");
         self.maybe_flush();
     }
