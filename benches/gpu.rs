@@ -194,7 +194,7 @@ fn parallel_queues(c: &mut Criterion) {
 /// queue waits on a label, the CPU writes it directly and notifies.
 fn notify_to_resume(c: &mut Criterion) {
     let mut group = c.benchmark_group("notify_to_resumed_wait");
-    let ram = Arc::new(FlatMemory::new(0, 4 << 20).unwrap());
+    let ram = Arc::new(FlatMemory::new(0, 32 << 20).unwrap());
     let mut cmd = Vec::new();
     wait_eq(&mut cmd, DATA, 1);
     write_data(&mut cmd, DATA, 0);
