@@ -258,17 +258,18 @@ pub(crate) fn clear_state(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4
 /// Writes the clear-state image into the context registers.
 pub(crate) fn load_clear_state(state: &mut ProcessorState) {
     use crate::regs::generated::clear_state::{EXTENTS, NONZERO};
-    let mut nonzero = NONZERO.iter().peekable();
+    // The image of the context space, then one run per extent: the same
+    // stores and actions as writing each register in turn.
+    let mut image = [0u32; space::CONTEXT_SIZE as usize];
+    for &(register, value) in NONZERO {
+        if let Some(slot) = image.get_mut(register.wrapping_sub(space::CONTEXT) as usize) {
+            *slot = value;
+        }
+    }
     for &(start, count) in EXTENTS {
-        for register in start..start + count {
-            let value = match nonzero.peek() {
-                Some(&&(r, v)) if r == register => {
-                    nonzero.next();
-                    v
-                }
-                _ => 0,
-            };
-            write_register(state, register, value);
+        let offset = start.wrapping_sub(space::CONTEXT);
+        if let Some(values) = image.get(offset as usize..(offset + count) as usize) {
+            write_run(state, space::CONTEXT, space::CONTEXT_SIZE, offset, values);
         }
     }
 }
