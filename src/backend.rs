@@ -326,6 +326,49 @@ pub struct NotEmulated {
 }
 
 /// Receives everything the processor does besides register and memory writes.
+///
+/// An emulator implements it for its renderer: every method has a default
+/// that does nothing, so a backend overrides only what it draws or tracks.
+/// The callbacks borrow the processor's state for the call (the register
+/// file at a draw, the bound programs); a renderer copies what it keeps.
+/// In a threaded [`crate::gpu::Gpu`] the backend is shared by the queues'
+/// workers behind one lock taken per call, so it must be `Send`.
+///
+/// # Example
+///
+/// ```
+/// use pm4core::backend::{Backend, Draw, QueueId};
+/// use pm4core::memory::{FlatMemory, GuestMemory};
+/// use pm4core::packet::builder::CommandBuffer;
+/// use pm4core::packet::Opcode;
+/// use pm4core::processor::{Env, ProcessStatus, Processor};
+/// use pm4core::shader::ShaderRegistry;
+///
+/// /// A renderer that records the vertex count of each draw.
+/// #[derive(Default)]
+/// struct Renderer {
+///     vertex_counts: Vec<u32>,
+/// }
+///
+/// impl Backend for Renderer {
+///     fn draw(&mut self, draw: &Draw<'_>) {
+///         self.vertex_counts.push(draw.count * draw.instance_count.max(1));
+///     }
+/// }
+///
+/// // DRAW_INDEX_AUTO of 3 vertices (VGT_DRAW_INITIATOR = auto-index, 2).
+/// let commands = CommandBuffer::new().pkt3(Opcode::DRAW_INDEX_AUTO, &[3, 2]);
+/// let ram = FlatMemory::new(0, 0x1000).unwrap();
+/// for (i, dword) in commands.dwords().iter().enumerate() {
+///     ram.write_u32(4 * i as u64, *dword).unwrap();
+/// }
+/// let (mut renderer, shaders) = (Renderer::default(), ShaderRegistry::new());
+/// let mut processor = Processor::new(QueueId::GRAPHICS);
+/// processor.submit(0, commands.len_dw()).unwrap();
+/// let mut env = Env { memory: &ram, backend: &mut renderer, shaders: &shaders };
+/// assert_eq!(processor.process(&mut env).unwrap(), ProcessStatus::Completed);
+/// assert_eq!(renderer.vertex_counts, [3]);
+/// ```
 #[allow(unused_variables)]
 pub trait Backend {
     /// Every packet decoded (executed or skipped), when

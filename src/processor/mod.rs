@@ -353,6 +353,44 @@ impl ProcessorState {
 }
 
 /// The command processor of one queue.
+///
+/// An emulator that schedules queues itself keeps one `Processor` per
+/// queue, submits the guest's command buffers to it and calls
+/// [`Processor::process`] (or [`Processor::process_slice`]) from whichever
+/// thread runs that queue. A wait suspends the processor without blocking
+/// the thread: call `process` again once the memory it watches may have
+/// changed, and it resumes at the waiting packet.
+///
+/// # Example
+///
+/// ```
+/// use pm4core::backend::{QueueId, RecordingBackend};
+/// use pm4core::memory::{FlatMemory, GuestMemory};
+/// use pm4core::packet::builder::CommandBuffer;
+/// use pm4core::processor::{Env, ProcessStatus, Processor, SuspendReason};
+/// use pm4core::shader::ShaderRegistry;
+///
+/// // The emulator's RAM; a command buffer at 0x1000 that waits until the
+/// // label at 0x2000 equals 1 (function 3 = equal), then writes 7 to 0x2004.
+/// let ram = FlatMemory::new(0, 0x10000).unwrap();
+/// let commands = CommandBuffer::new()
+///     .wait_mem(0x2000, 3, 1, 0xFFFF_FFFF)
+///     .write_mem(0x2004, &[7]);
+/// for (i, dword) in commands.dwords().iter().enumerate() {
+///     ram.write_u32(0x1000 + 4 * i as u64, *dword).unwrap();
+/// }
+///
+/// let (mut renderer, shaders) = (RecordingBackend::new(), ShaderRegistry::new());
+/// let mut processor = Processor::new(QueueId::GRAPHICS);
+/// processor.submit(0x1000, commands.len_dw()).unwrap();
+/// let mut env = Env { memory: &ram, backend: &mut renderer, shaders: &shaders };
+/// // The label is still 0: the queue suspends on its wait, no thread blocks.
+/// assert!(matches!(processor.process(&mut env).unwrap(), ProcessStatus::Suspended(_)));
+/// // The emulated CPU writes the label; the queue resumes where it stopped.
+/// ram.write_u32(0x2000, 1).unwrap();
+/// assert_eq!(processor.process(&mut env).unwrap(), ProcessStatus::Completed);
+/// assert_eq!(ram.read_u32(0x2004).unwrap(), 7);
+/// ```
 pub struct Processor {
     de: Pm4Execution,
     ce: Pm4Execution,
