@@ -8,7 +8,7 @@ use parking_lot::Mutex;
 use crate::backend::{
     Backend, CacheAction, Dispatch, Draw, Event, Fence, Flip, Marker, NotEmulated, QueueId, SampleKind, UnknownPacket,
 };
-use crate::memory::{GuestMemory, MemoryError};
+use crate::memory::{GuestMemory, MemoryError, ObservedMemory, WriteObserver};
 use crate::packet::{Header, PacketLocation};
 
 use super::handle::SubmissionId;
@@ -69,84 +69,18 @@ impl WriteLog {
 }
 
 /// Guest memory that notes every write in a [`WriteLog`].
-pub(crate) struct Tracked<'a, M: GuestMemory + ?Sized> {
-    pub(crate) inner: &'a M,
-    pub(crate) log: parking_lot::Mutex<&'a mut WriteLog>,
-}
+pub(crate) type Tracked<'a, M> = ObservedMemory<'a, M, Mutex<&'a mut WriteLog>>;
 
 impl<'a, M: GuestMemory + ?Sized> Tracked<'a, M> {
     pub(crate) fn new(inner: &'a M, log: &'a mut WriteLog) -> Self {
-        Self { inner, log: parking_lot::Mutex::new(log) }
-    }
-
-    #[inline]
-    fn record(&self, address: u64, len: u64) {
-        self.log.lock().record(address, len);
+        ObservedMemory { inner, observer: Mutex::new(log) }
     }
 }
 
-impl<M: GuestMemory + ?Sized> GuestMemory for Tracked<'_, M> {
+impl WriteObserver for Mutex<&mut WriteLog> {
     #[inline]
-    fn read_bytes(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryError> {
-        self.inner.read_bytes(address, out)
-    }
-
-    #[inline]
-    fn write_bytes(&self, address: u64, data: &[u8]) -> Result<(), MemoryError> {
-        self.record(address, data.len() as u64);
-        self.inner.write_bytes(address, data)
-    }
-
-    #[inline]
-    fn is_mapped(&self, address: u64, len: u64) -> bool {
-        self.inner.is_mapped(address, len)
-    }
-
-    #[inline]
-    fn read_dwords(&self, address: u64, out: &mut [u32]) -> Result<(), MemoryError> {
-        self.inner.read_dwords(address, out)
-    }
-
-    #[inline]
-    fn read_u32(&self, address: u64) -> Result<u32, MemoryError> {
-        self.inner.read_u32(address)
-    }
-
-    #[inline]
-    fn read_u64(&self, address: u64) -> Result<u64, MemoryError> {
-        self.inner.read_u64(address)
-    }
-
-    #[inline]
-    fn write_u32(&self, address: u64, value: u32) -> Result<(), MemoryError> {
-        self.record(address, 4);
-        self.inner.write_u32(address, value)
-    }
-
-    #[inline]
-    fn write_u64(&self, address: u64, value: u64) -> Result<(), MemoryError> {
-        self.record(address, 8);
-        self.inner.write_u64(address, value)
-    }
-
-    fn atomic_update_u32(&self, address: u64, update: &mut dyn FnMut(u32) -> u32) -> Result<u32, MemoryError> {
-        self.record(address, 4);
-        self.inner.atomic_update_u32(address, update)
-    }
-
-    fn atomic_update_u64(&self, address: u64, update: &mut dyn FnMut(u64) -> u64) -> Result<u64, MemoryError> {
-        self.record(address, 8);
-        self.inner.atomic_update_u64(address, update)
-    }
-
-    fn fill(&self, address: u64, len: u64, pattern: u32) -> Result<(), MemoryError> {
-        self.record(address, len);
-        self.inner.fill(address, len, pattern)
-    }
-
-    fn copy(&self, dst: u64, src: u64, len: u64) -> Result<(), MemoryError> {
-        self.record(dst, len);
-        self.inner.copy(dst, src, len)
+    fn wrote(&self, address: u64, len: u64) {
+        self.lock().record(address, len);
     }
 }
 

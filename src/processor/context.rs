@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::{tables, Engine, Pm4Error, ProcessorState, SuspendReason};
 use crate::backend::Backend;
-use crate::memory::{GuestMemory, MemoryError};
+use crate::memory::{GuestMemory, MemoryError, ObservedMemory, WriteObserver};
 use crate::packet::body::{Body, BodyError};
 use crate::packet::{Opcode, Packet, PacketLocation};
 use crate::regs::space;
@@ -25,28 +25,17 @@ pub(crate) enum Flow {
     RunConstantEngine,
 }
 
-/// Guest memory with a note of whether a write hit the prefetch window.
-pub(crate) struct WatchedMemory<'a> {
-    inner: &'a dyn GuestMemory,
+/// Notes whether a write hit the prefetch window `[start, end)`.
+pub(crate) struct WindowWatch {
     window: (u64, u64),
     /// Per packet, on the processor's thread; atomic only so that the view
     /// is `Sync` like every [`GuestMemory`] (a relaxed store is a plain move).
     touched: AtomicBool,
 }
 
-impl<'a> WatchedMemory<'a> {
+impl WriteObserver for WindowWatch {
     #[inline]
-    pub(crate) fn new(inner: &'a dyn GuestMemory, window: (u64, u64)) -> Self {
-        Self { inner, window, touched: AtomicBool::new(false) }
-    }
-
-    #[inline]
-    pub(crate) fn touched_window(&self) -> bool {
-        self.touched.load(Ordering::Relaxed)
-    }
-
-    #[inline]
-    fn note(&self, address: u64, len: u64) {
+    fn wrote(&self, address: u64, len: u64) {
         let end = address.saturating_add(len);
         if address < self.window.1 && end > self.window.0 {
             self.touched.store(true, Ordering::Relaxed);
@@ -54,68 +43,18 @@ impl<'a> WatchedMemory<'a> {
     }
 }
 
-impl GuestMemory for WatchedMemory<'_> {
-    #[inline]
-    fn read_bytes(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryError> {
-        self.inner.read_bytes(address, out)
-    }
+/// Guest memory with a note of whether a write hit the prefetch window.
+pub(crate) type WatchedMemory<'a> = ObservedMemory<'a, dyn GuestMemory + 'a, WindowWatch>;
 
+impl<'a> WatchedMemory<'a> {
     #[inline]
-    fn read_dwords(&self, address: u64, out: &mut [u32]) -> Result<(), MemoryError> {
-        self.inner.read_dwords(address, out)
+    pub(crate) fn new(inner: &'a dyn GuestMemory, window: (u64, u64)) -> Self {
+        ObservedMemory { inner, observer: WindowWatch { window, touched: AtomicBool::new(false) } }
     }
 
     #[inline]
-    fn read_u32(&self, address: u64) -> Result<u32, MemoryError> {
-        self.inner.read_u32(address)
-    }
-
-    #[inline]
-    fn read_u64(&self, address: u64) -> Result<u64, MemoryError> {
-        self.inner.read_u64(address)
-    }
-
-    #[inline]
-    fn is_mapped(&self, address: u64, len: u64) -> bool {
-        self.inner.is_mapped(address, len)
-    }
-
-    #[inline]
-    fn write_bytes(&self, address: u64, data: &[u8]) -> Result<(), MemoryError> {
-        self.note(address, data.len() as u64);
-        self.inner.write_bytes(address, data)
-    }
-
-    #[inline]
-    fn write_u32(&self, address: u64, value: u32) -> Result<(), MemoryError> {
-        self.note(address, 4);
-        self.inner.write_u32(address, value)
-    }
-
-    #[inline]
-    fn write_u64(&self, address: u64, value: u64) -> Result<(), MemoryError> {
-        self.note(address, 8);
-        self.inner.write_u64(address, value)
-    }
-
-    fn atomic_update_u32(&self, address: u64, update: &mut dyn FnMut(u32) -> u32) -> Result<u32, MemoryError> {
-        self.note(address, 4);
-        self.inner.atomic_update_u32(address, update)
-    }
-
-    fn atomic_update_u64(&self, address: u64, update: &mut dyn FnMut(u64) -> u64) -> Result<u64, MemoryError> {
-        self.note(address, 8);
-        self.inner.atomic_update_u64(address, update)
-    }
-
-    fn fill(&self, address: u64, len: u64, pattern: u32) -> Result<(), MemoryError> {
-        self.note(address, len);
-        self.inner.fill(address, len, pattern)
-    }
-
-    fn copy(&self, dst: u64, src: u64, len: u64) -> Result<(), MemoryError> {
-        self.note(dst, len);
-        self.inner.copy(dst, src, len)
+    pub(crate) fn touched_window(&self) -> bool {
+        self.observer.touched.load(Ordering::Relaxed)
     }
 }
 
