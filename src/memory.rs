@@ -219,19 +219,10 @@ pub trait GuestMemory: Send + Sync {
         if !self.is_mapped(dst, len) {
             return Err(MemoryError::Unmapped { address: dst, len });
         }
-        let mut chunk = [0u8; 4096];
-        // Copy backwards when the destination overlaps the source's tail.
-        let backwards = dst > src && dst < src + len;
-        let mut done = 0u64;
-        while done < len {
-            let n = (len - done).min(chunk.len() as u64);
-            let offset = if backwards { len - done - n } else { done };
-            let buf = &mut chunk[..n as usize];
-            self.read_bytes(src + offset, buf)?;
-            self.write_bytes(dst + offset, buf)?;
-            done += n;
-        }
-        Ok(())
+        copy_in_chunks(dst, src, len, |from, to, buf| {
+            self.read_bytes(from, buf)?;
+            self.write_bytes(to, buf)
+        })
     }
 }
 
@@ -300,6 +291,27 @@ impl<M: GuestMemory + ?Sized> GuestMemory for Box<M> {
 
 impl<M: GuestMemory + ?Sized> GuestMemory for Arc<M> {
     forward_guest_memory!();
+}
+
+/// Copies `len` bytes in 4 KiB steps, backwards when the destination
+/// overlaps the source's tail (memmove): `step(src, dst, buffer)` reads the
+/// buffer at `src` and writes it at `dst`.
+fn copy_in_chunks(
+    dst: u64,
+    src: u64,
+    len: u64,
+    mut step: impl FnMut(u64, u64, &mut [u8]) -> Result<(), MemoryError>,
+) -> Result<(), MemoryError> {
+    let mut chunk = [0u8; 4096];
+    let backwards = dst > src && dst < src + len;
+    let mut done = 0u64;
+    while done < len {
+        let n = (len - done).min(chunk.len() as u64);
+        let offset = if backwards { len - done - n } else { done };
+        step(src + offset, dst + offset, &mut chunk[..n as usize])?;
+        done += n;
+    }
+    Ok(())
 }
 
 /// Told the range of every write made through an [`ObservedMemory`], just
@@ -875,17 +887,10 @@ impl GuestMemory for SparseMemory {
         if regions.pieces(dst, len).is_err() {
             return Err(MemoryError::Unmapped { address: dst, len });
         }
-        let mut chunk = [0u8; 4096];
-        let backwards = dst > src && dst < src + len;
-        let mut done = 0u64;
-        while done < len {
-            let n = (len - done).min(chunk.len() as u64);
-            let offset = if backwards { len - done - n } else { done };
-            let buf = &mut chunk[..n as usize];
-            regions.read(src + offset, buf)?;
-            regions.write(dst + offset, buf)?;
-            done += n;
-        }
+        copy_in_chunks(dst, src, len, |from, to, buf| {
+            regions.read(from, buf)?;
+            regions.write(to, buf)
+        })?;
         drop(regions);
         self.wrote();
         Ok(())

@@ -70,6 +70,25 @@ struct DrawArgs {
     mesh_groups: Option<[u32; 3]>,
 }
 
+impl DrawArgs {
+    /// A mesh-shader draw (one instance, no vertices or indices): sub-draw
+    /// `draw_index`, its argument record and group counts where known.
+    fn mesh(initiator: u32, draw_index: u32, indirect_args: Option<u64>, mesh_groups: Option<[u32; 3]>) -> Self {
+        Self {
+            count: 0,
+            instance_count: 1,
+            first: 0,
+            base_vertex: 0,
+            first_instance: 0,
+            draw_index,
+            index_buffer: None,
+            initiator,
+            indirect_args,
+            mesh_groups,
+        }
+    }
+}
+
 fn emit(ctx: &mut Ctx<'_>, a: DrawArgs) {
     let state = &mut *ctx.state;
     let draw = Draw {
@@ -329,21 +348,7 @@ pub(crate) fn dispatch_mesh_indirect_multi(ctx: &mut Ctx<'_>, p: &Packet<'_>) ->
         if m.draw_index_enable {
             write_loc(ctx, m.draw_index_loc, i);
         }
-        emit(
-            ctx,
-            DrawArgs {
-                count: 0,
-                instance_count: 1,
-                first: 0,
-                base_vertex: 0,
-                first_instance: 0,
-                draw_index: i,
-                index_buffer: None,
-                initiator: m.initiator,
-                indirect_args: Some(args),
-                mesh_groups: Some(dims),
-            },
-        );
+        emit(ctx, DrawArgs::mesh(m.initiator, i, Some(args), Some(dims)));
     }
     Ok(Flow::Continue)
 }
@@ -356,21 +361,7 @@ pub(crate) fn dispatch_taskmesh_gfx(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result
     ctx.state.stats.draws += 1;
     refresh_programs(ctx);
     ctx.write_register(r::VGT_DRAW_INITIATOR, t.initiator);
-    emit(
-        ctx,
-        DrawArgs {
-            count: 0,
-            instance_count: 1,
-            first: 0,
-            base_vertex: 0,
-            first_instance: 0,
-            draw_index: 0,
-            index_buffer: None,
-            initiator: t.initiator,
-            indirect_args: None,
-            mesh_groups: None,
-        },
-    );
+    emit(ctx, DrawArgs::mesh(t.initiator, 0, None, None));
     Ok(Flow::Continue)
 }
 
