@@ -19,11 +19,18 @@ use super::execution::Pm4Execution;
 pub(crate) enum Flow {
     /// Go on with the next packet.
     Continue,
-    /// Stop here; the packet runs again on resume.
-    Suspend(SuspendReason),
+    /// Stop here; the packet runs again on resume. Why it stopped is in
+    /// the execution (`Pm4Execution::suspended`, set by [`Ctx::suspend`]).
+    Suspend,
     /// Go on, but let the constant engine run first.
     RunConstantEngine,
 }
+
+/// What a handler returns: the loop's next step, or the error that stops
+/// the stream. The error is boxed so that the common outcome (a [`Flow`])
+/// comes back in registers rather than through a 56-byte slot in memory;
+/// an error ends the stream, so its one allocation is never per packet.
+pub(crate) type HandlerResult = Result<Flow, Box<Pm4Error>>;
 
 /// Notes whether a write hit the prefetch window `[start, end)`.
 pub(crate) struct WindowWatch {
@@ -52,6 +59,12 @@ impl<'a> WatchedMemory<'a> {
         ObservedMemory { inner, observer: WindowWatch { window, touched: AtomicBool::new(false) } }
     }
 
+    /// Starts a packet: no write has hit the window yet.
+    #[inline]
+    pub(crate) fn begin_packet(&self) {
+        self.observer.touched.store(false, Ordering::Relaxed);
+    }
+
     #[inline]
     pub(crate) fn touched_window(&self) -> bool {
         self.observer.touched.load(Ordering::Relaxed)
@@ -66,21 +79,30 @@ pub(crate) struct Ctx<'a> {
     pub memory: WatchedMemory<'a>,
     pub backend: &'a mut dyn Backend,
     pub shaders: &'a ShaderRegistry,
-    pub location: &'a PacketLocation,
+    /// Where the packet being run sits.
+    pub location: PacketLocation,
     pub opcode: Opcode,
 }
 
 impl Ctx<'_> {
+    /// Suspends the stream at this packet for `reason`: the packet runs
+    /// again on resume.
+    #[inline]
+    pub fn suspend(&mut self, reason: SuspendReason) -> Flow {
+        self.exec.suspended = Some(reason);
+        Flow::Suspend
+    }
+
     /// A memory error at this packet.
     #[inline]
     pub fn mem_err(&self, source: MemoryError) -> Pm4Error {
-        Pm4Error::Memory { location: *self.location, opcode: self.opcode, source }
+        Pm4Error::Memory { location: self.location, opcode: self.opcode, source }
     }
 
     /// A GDS access error at this packet.
     #[inline]
     pub fn gds_err(&self, source: super::GdsError) -> Pm4Error {
-        Pm4Error::Gds { location: *self.location, opcode: self.opcode, source }
+        Pm4Error::Gds { location: self.location, opcode: self.opcode, source }
     }
 
     /// Reads dwords of the GPU-wide GDS from byte `offset`.
@@ -122,7 +144,7 @@ impl Ctx<'_> {
     /// A malformed body at this packet.
     #[inline]
     pub fn body_err(&self, source: BodyError) -> Pm4Error {
-        Pm4Error::MalformedPacket { location: *self.location, source }
+        Pm4Error::MalformedPacket { location: self.location, source }
     }
 
     pub fn read_u32(&self, address: u64) -> Result<u32, Pm4Error> {

@@ -710,10 +710,17 @@ fn run_stream(
 
 /// The packets of one stream.
 ///
-/// The outer loop picks the current buffer off the IB stack; the inner loop
-/// walks packets of that buffer with the cursor offset in a local, writing it
-/// back before any handler runs (handlers see an up-to-date IB stack) and
-/// leaving for the outer loop whenever a handler changed the stack.
+/// The outer loop picks the current buffer off the IB stack. The middle
+/// loop takes a view of that buffer in the prefetch window: it frames the
+/// packet at the cursor the general way (frame errors, type-0/2 packets
+/// and predicated skips are handled there, one at a time) and makes sure
+/// the window holds it whole. The inner loop then walks type-3 packets
+/// straight from the view while it holds them whole: register writers and
+/// one-dword pads are stored inline, everything else calls its handler.
+/// The cursor offset is kept in a local and written back before a handler
+/// runs (handlers see an up-to-date IB stack); the inner loop leaves for
+/// the middle one whenever a handler moved the cursor, changed the stack
+/// or wrote the dwords the window holds.
 fn run_packets(
     engine: Engine,
     exec: &mut Pm4Execution,
@@ -726,45 +733,26 @@ fn run_packets(
     exec.suspended = None;
     let work_budget = state.config.work_budget;
     // Compute queues have their own tables: graphics-only packets marked,
-    // and no register-run fast path for graphics-only register writers.
+    // and no inline register runs for graphics-only register writers.
     let graphics = state.queue.is_graphics();
-    let opcode_table = if graphics { &tables::OPCODE_TABLE } else { &tables::COMPUTE_OPCODE_TABLE };
+    let handlers = if graphics { &tables::HANDLERS } else { &tables::COMPUTE_HANDLERS };
     let register_runs = if graphics { &tables::REGISTER_RUNS } else { &tables::COMPUTE_REGISTER_RUNS };
-    loop {
+    'buffers: loop {
         if !exec.pop_finished() {
             exec.reset();
             return Ok(StreamStatus::Completed);
         }
         let depth = exec.depth() - 1;
-        let (buffer, size) = match exec.top() {
-            Some(c) => (c.buffer, c.size_dw),
+        let (buffer, size, mut offset) = match exec.top() {
+            Some(c) => (c.buffer, c.size_dw, c.offset_dw),
             None => return Ok(StreamStatus::Completed),
         };
-        let mut offset = exec.top().map_or(size, |c| c.offset_dw);
 
-        // Packets of this buffer.
         while offset < size {
-            // Register writers and one-dword pads, straight from the window
-            // (see `register_run`); anything else, and whatever the window
-            // does not hold, goes the general way below.
-            if !tally.report {
-                let limit = (*budget).min(work_budget.saturating_sub(exec.packets));
-                let address = buffer.wrapping_add(u64::from(offset) * 4);
-                let held = window.held_from(address);
-                let held = held.get(..(size - offset) as usize).unwrap_or(held);
-                let (packets, dwords) = register_run(held, limit, exec.predication.skip, register_runs, state, tally);
-                if packets > 0 {
-                    offset += dwords;
-                    exec.packets += packets;
-                    *budget -= packets;
-                    continue;
-                }
-            }
             if *budget == 0 {
                 set_offset(exec, depth, offset);
                 return Ok(StreamStatus::Yielded);
             }
-            let packet_offset = offset;
             let location = PacketLocation { buffer, buffer_size_dw: size, offset_dw: offset };
             let remaining = size - offset;
             let address = buffer.wrapping_add(u64::from(offset) * 4);
@@ -783,29 +771,21 @@ fn run_packets(
                 Err(kind) => return Err(Pm4Error::from_frame(FrameError { location, kind })),
             };
 
-            exec.packets += 1;
-            if exec.packets > work_budget {
-                return Err(Pm4Error::WorkBudgetExhausted { location, budget: work_budget });
-            }
-            *budget -= 1;
-
             // Anything but an unpredicated (or not skipped) type-3 packet:
             // the rare cases, out of line. (COND_EXEC and PRED_EXEC skips
             // move the cursor in their handler: skipped dwords never get here.)
             if header.0 < 0xC000_0000 || (header.predicate() && exec.predication.skip) {
+                exec.packets += 1;
+                if exec.packets > work_budget {
+                    return Err(Pm4Error::WorkBudgetExhausted { location, budget: work_budget });
+                }
+                *budget -= 1;
                 offset += skip_or_type0(window, state, env, header, length, location, tally)?;
                 continue;
             }
-            // The one-dword NOP pad has nothing to run.
-            if length == 1 && header.opcode() == Opcode::NOP {
-                offset += 1;
-                tally.type3(header, 1);
-                if tally.report {
-                    report_packet(state, env, header, location);
-                }
-                continue;
+            if exec.packets >= work_budget {
+                return Err(Pm4Error::WorkBudgetExhausted { location, budget: work_budget });
             }
-
             let start = if window.holds(start, length) {
                 start
             } else {
@@ -815,100 +795,169 @@ fn run_packets(
                     source,
                 })?
             };
+
+            // The view: this packet (held whole) and whatever follows it
+            // in the window, up to the end of the buffer.
             let window_range = window.range();
-            let words = window.slice(start, length);
-            let opcode = header.opcode();
-            // Register writers touch neither the stack nor memory: no
-            // write-back of the cursor, no handler context.
-            let handler = match opcode_table[opcode.0 as usize] {
-                tables::OpcodeEntry::Handler(handler) => Some(handler),
-                tables::OpcodeEntry::Unhandled | tables::OpcodeEntry::GraphicsOnly => None,
-                tables::OpcodeEntry::SetRegisters { base, size: space_size } => {
-                    match words.get(1..).and_then(|body| body.split_first()) {
-                        Some((first, values)) => {
-                            handlers::registers::write_run(state, base, space_size, first & 0xFFFF, values)
-                        }
-                        None => {
-                            return Err(Pm4Error::MalformedPacket {
-                                location,
-                                source: crate::packet::body::BodyError::Missing { opcode, index: 0, body_len: 0 },
-                            })
-                        }
+            let words = window.held(start, remaining);
+            let mut at = 0usize;
+            // Packets this view may run before the slice's budget or the
+            // work budget runs out (the view's first packet passed both
+            // checks above), and those run but not yet added to the
+            // counters (`settle!`): the loop keeps them in registers.
+            let mut left = (*budget).min(work_budget.saturating_sub(exec.packets));
+            let mut ran = 0u64;
+            let mut skip = exec.predication.skip;
+            // What handlers see: built once per view; each packet sets its
+            // location and opcode.
+            let mut ctx = Ctx {
+                engine,
+                exec: &mut *exec,
+                state: &mut *state,
+                memory: WatchedMemory::new(env.memory, window_range),
+                backend: &mut *env.backend,
+                shaders: env.shaders,
+                location: location_at(buffer, size, offset, 0),
+                opcode: header.opcode(),
+            };
+            macro_rules! settle {
+                () => {{
+                    ctx.exec.packets += ran;
+                    *budget -= ran;
+                    tally.packets += ran;
+                    left -= ran;
+                    ran = 0;
+                }};
+            }
+            let stop = loop {
+                let Some(&h) = words.get(at) else { break ViewStop::Next };
+                if h < 0xC000_0000 || (h & 1 != 0 && skip) {
+                    break ViewStop::Next;
+                }
+                // Type 3: the reader's framing rule, against the view.
+                let count = (h >> 16) & 0x3FFF;
+                let length = if count == 0x3FFF { 1 } else { count + 2 };
+                let end = at + length as usize;
+                if end > words.len() || ran == left {
+                    break ViewStop::Next;
+                }
+                ran += 1;
+                let opcode = (h >> 8) as u8;
+                let entry = usize::from(opcode);
+
+                // Register writers: stored here, with their register actions.
+                let run = register_runs[entry];
+                if run.size != 0 {
+                    let Some((first, values)) = words.get(at + 1..end).and_then(|body| body.split_first()) else {
+                        break ViewStop::MissingBody;
+                    };
+                    let offset_in_space = first & 0xFFFF;
+                    if !handlers::registers::write_run_in_page(ctx.state, run.base, run.size, offset_in_space, values) {
+                        handlers::registers::write_run(ctx.state, run.base, run.size, offset_in_space, values);
                     }
-                    offset += length;
-                    tally.type3(header, length);
+                    tally.by_opcode[entry] += 1;
                     if tally.report {
-                        report_packet(state, env, header, location);
+                        report_packet(ctx.backend, ctx.state.queue, Header(h), location_at(buffer, size, offset, at));
                     }
+                    at = end;
                     continue;
                 }
-            };
-
-            // Built in place (not copied from `location`): a wide copy of a
-            // freshly written small struct stalls store forwarding.
-            let packet = Packet {
-                header,
-                body: words.get(1..).unwrap_or(&[]),
-                location: PacketLocation { buffer, buffer_size_dw: size, offset_dw: offset },
-            };
-
-            // Advance before running: a call (INDIRECT_BUFFER) returns past it.
-            set_offset(exec, depth, offset + length);
-
-            let mut stale = false;
-            let flow = match handler {
-                Some(handler) => {
-                    let mut ctx = Ctx {
-                        engine,
-                        exec: &mut *exec,
-                        state: &mut *state,
-                        memory: WatchedMemory::new(env.memory, window_range),
-                        backend: &mut *env.backend,
-                        shaders: env.shaders,
-                        location: &packet.location,
-                        opcode,
-                    };
-                    let flow = handler(&mut ctx, &packet);
-                    stale = ctx.memory.touched_window();
-                    flow?
-                }
-                None => handlers::unhandled(state, env, &packet)?,
-            };
-            if stale {
-                window.invalidate();
-            }
-            match flow {
-                Flow::Continue => {
-                    tally.type3(header, length);
+                // The one-dword NOP pad has nothing to run.
+                if length == 1 && opcode == Opcode::NOP.0 {
+                    tally.by_opcode[entry] += 1;
                     if tally.report {
-                        report_packet(state, env, header, location);
+                        report_packet(ctx.backend, ctx.state.queue, Header(h), location_at(buffer, size, offset, at));
                     }
+                    at = end;
+                    continue;
                 }
-                Flow::RunConstantEngine => {
-                    tally.type3(header, length);
-                    if tally.report {
-                        report_packet(state, env, header, location);
-                    }
-                    return Ok(StreamStatus::RunConstantEngine);
-                }
-                Flow::Suspend(reason) => {
+
+                // Everything else runs its handler; it counts as a packet
+                // run once its handler has run (not when it fails or waits).
+                settle!();
+                tally.packets -= 1;
+                ctx.location = location_at(buffer, size, offset, at);
+                ctx.opcode = Opcode(opcode);
+                let packet =
+                    Packet { header: Header(h), body: words.get(at + 1..end).unwrap_or(&[]), location: ctx.location };
+                // Advance before running: a call (INDIRECT_BUFFER) returns past it.
+                let next = ctx.location.offset_dw + length;
+                set_offset(ctx.exec, depth, next);
+                ctx.memory.begin_packet();
+                let flow = match handlers[entry](&mut ctx, &packet) {
+                    Ok(flow) => flow,
+                    Err(e) => break ViewStop::Failed(e),
+                };
+                let stale = ctx.memory.touched_window();
+                if let Flow::Suspend = flow {
                     // Re-executed on resume: put the cursor back on the packet,
                     // and do not charge the work budget for the attempt (a
                     // long wait must not end in WorkBudgetExhausted).
-                    set_offset(exec, depth, packet_offset);
+                    // (`Ctx::suspend`, the one way to suspend, noted why.)
+                    let exec = &mut *ctx.exec;
+                    let reason = exec.suspended.unwrap_or(SuspendReason::Rewind { address: packet.location.address() });
+                    set_offset(exec, depth, packet.location.offset_dw);
                     exec.packets = exec.packets.saturating_sub(1);
                     exec.suspended = Some(reason);
-                    state.stats.waits += 1;
-                    return Ok(StreamStatus::Suspended(reason));
+                    ctx.state.stats.waits += 1;
+                    break ViewStop::Return { stale, status: StreamStatus::Suspended(reason) };
                 }
-            }
-            // A handler that called, chained or skipped changed the stack.
-            if exec.depth() != depth + 1 {
-                break;
-            }
-            match exec.top() {
-                Some(c) if c.buffer == buffer && c.size_dw == size => offset = c.offset_dw,
-                _ => break,
+                tally.packets += 1;
+                tally.by_opcode[entry] += 1;
+                if tally.report {
+                    report_packet(ctx.backend, ctx.state.queue, Header(h), packet.location);
+                }
+                at = end;
+                if let Flow::RunConstantEngine = flow {
+                    break ViewStop::Return { stale, status: StreamStatus::RunConstantEngine };
+                }
+                // Go on in this view unless the handler wrote the window's
+                // dwords or moved the cursor (a call, chain, skip or return).
+                let unmoved = ctx.exec.depth() == depth + 1
+                    && ctx.exec.top().is_some_and(|c| c.buffer == buffer && c.size_dw == size && c.offset_dw == next);
+                if stale || !unmoved {
+                    break ViewStop::Moved { stale };
+                }
+                skip = ctx.exec.predication.skip;
+                left = (*budget).min(work_budget.saturating_sub(ctx.exec.packets));
+            };
+            exec.packets += ran;
+            *budget -= ran;
+            tally.packets += ran;
+            tally.dwords += at as u64;
+            match stop {
+                ViewStop::Next => offset += at as u32,
+                ViewStop::MissingBody => {
+                    // Charged like any packet, but not counted as run.
+                    tally.packets -= 1;
+                    let location = location_at(buffer, size, offset, at);
+                    let opcode = Header(words.get(at).copied().unwrap_or(0)).opcode();
+                    return Err(Pm4Error::MalformedPacket {
+                        location,
+                        source: crate::packet::body::BodyError::Missing { opcode, index: 0, body_len: 0 },
+                    });
+                }
+                ViewStop::Failed(e) => return Err(*e),
+                ViewStop::Return { stale, status } => {
+                    if stale {
+                        window.invalidate();
+                    }
+                    return Ok(status);
+                }
+                ViewStop::Moved { stale } => {
+                    if stale {
+                        window.invalidate();
+                    }
+                    // A handler that called, chained or returned changed the
+                    // stack; one that skipped moved the cursor in this buffer.
+                    if exec.depth() != depth + 1 {
+                        continue 'buffers;
+                    }
+                    match exec.top() {
+                        Some(c) if c.buffer == buffer && c.size_dw == size => offset = c.offset_dw,
+                        _ => continue 'buffers,
+                    }
+                }
             }
         }
         if exec.depth() == depth + 1 && exec.top().is_some_and(|c| c.buffer == buffer && c.size_dw == size) {
@@ -917,62 +966,27 @@ fn run_packets(
     }
 }
 
-/// The loop's fast path: from the start of `words` (the buffer's dwords the
-/// prefetch window holds, from the cursor on), runs packets while they are
-/// plain register writers (stored with their register actions, as the
-/// general path stores them) or one-dword NOP pads, at most `limit` of
-/// them. Stops before anything else: another opcode, a type-0/1/2 header, a
-/// predicated packet while predication skips, a packet the window does not
-/// hold whole. Returns the packets run and the dwords they took.
-#[inline]
-fn register_run(
-    words: &[u32],
-    limit: u64,
-    predication_skips: bool,
-    runs: &[tables::RegisterRun; 256],
-    state: &mut ProcessorState,
-    tally: &mut Tally<'_>,
-) -> (u64, u32) {
-    let mut at = 0usize;
-    let mut packets = 0u64;
-    while packets < limit {
-        let Some(&header) = words.get(at) else { break };
-        if header < 0xC000_0000 || (header & 1 != 0 && predication_skips) {
-            break;
-        }
-        let opcode = (header >> 8) & 0xFF;
-        // The reader's framing rule, against the dwords held: a packet
-        // they do not hold whole goes the general way.
-        let held = (words.len() - at) as u32;
-        let Ok(length) = reader::frame_length(Header(header), held) else { break };
-        let length = length as usize;
-        if length == 1 {
-            if opcode != u32::from(Opcode::NOP.0) {
-                break;
-            }
-            tally.by_opcode[opcode as usize] += 1;
-            at += 1;
-            packets += 1;
-            continue;
-        }
-        let space = runs[opcode as usize];
-        if space.size == 0 {
-            break;
-        }
-        let Some((first, values)) = words.get(at + 1..at + length).and_then(|body| body.split_first()) else {
-            break;
-        };
-        let offset = first & 0xFFFF;
-        if !handlers::registers::write_run_in_page(state, space.base, space.size, offset, values) {
-            handlers::registers::write_run(state, space.base, space.size, offset, values);
-        }
-        tally.by_opcode[opcode as usize] += 1;
-        at += length;
-        packets += 1;
-    }
-    tally.packets += packets;
-    tally.dwords += at as u64;
-    (packets, at as u32)
+/// Where the packet `at` dwords into a view that starts `offset` dwords
+/// into its buffer sits.
+#[inline(always)]
+fn location_at(buffer: u64, size: u32, offset: u32, at: usize) -> PacketLocation {
+    PacketLocation { buffer, buffer_size_dw: size, offset_dw: offset + at as u32 }
+}
+
+/// Why the inner loop of [`run_packets`] left its view of the window.
+enum ViewStop {
+    /// The view ended, its next packet is not a type-3 packet it holds
+    /// whole, or the budgets ran out: go on at the cursor with a new view.
+    Next,
+    /// A register writer with no body (at the cursor).
+    MissingBody,
+    /// A handler failed.
+    Failed(Box<Pm4Error>),
+    /// A handler moved the cursor or changed the IB stack, or wrote the
+    /// dwords the window holds (`stale`).
+    Moved { stale: bool },
+    /// The stream stops here with `status`.
+    Return { stale: bool, status: StreamStatus },
 }
 
 /// A packet consumed by its length without a handler: a type-2 filler, a type-0 register run, or a
@@ -992,7 +1006,7 @@ fn skip_or_type0(
 ) -> Result<u32, Pm4Error> {
     let consumed = skip_or_type0_run(window, state, env, header, length, location, tally)?;
     if tally.report {
-        report_packet(state, env, header, location);
+        report_packet(env.backend, state.queue, header, location);
     }
     Ok(consumed)
 }
@@ -1037,8 +1051,8 @@ fn skip_or_type0_run(
 /// [`Backend::packet`] for a packet counted (when the configuration asks).
 #[cold]
 #[inline(never)]
-fn report_packet(state: &ProcessorState, env: &mut Env<'_>, header: Header, location: PacketLocation) {
-    env.backend.packet(state.queue, header, &location);
+fn report_packet(backend: &mut dyn Backend, queue: QueueId, header: Header, location: PacketLocation) {
+    backend.packet(queue, header, &location);
 }
 
 #[inline]

@@ -8,15 +8,17 @@
 //! calling a handler function.
 //! The custom-NOP table is `CUSTOM_NOPS` in `processor/handlers/nop.rs`.
 
-use super::context::{Ctx, Flow};
-use super::handlers::{const_engine, dispatch, draw, events, indirect, memory_ops, nop, predication, registers, wait};
-use super::{state_group, Pm4Error, ProcessorState};
+use super::context::{Ctx, HandlerResult};
+use super::handlers::{
+    self, const_engine, dispatch, draw, events, indirect, memory_ops, nop, predication, registers, wait,
+};
+use super::{state_group, ProcessorState};
 use crate::packet::{Opcode, Packet};
 use crate::regs::gfx103 as r;
 use crate::regs::space;
 
 /// A packet handler.
-pub(crate) type OpcodeHandler = for<'a, 'b, 'c> fn(&'a mut Ctx<'b>, &'a Packet<'c>) -> Result<Flow, Pm4Error>;
+pub(crate) type OpcodeHandler = for<'a, 'b, 'c> fn(&'a mut Ctx<'b>, &'a Packet<'c>) -> HandlerResult;
 
 /// What the opcode table says about an opcode.
 #[derive(Clone, Copy)]
@@ -83,21 +85,21 @@ const fn opcode_table() -> [OpcodeEntry; 256] {
         REG_RMW => registers::reg_rmw,
         COND_EXEC => predication::cond_exec,
         PRED_EXEC => predication::pred_exec,
-        DRAW_INDIRECT => draw::draw,
-        DRAW_INDEX_INDIRECT => draw::draw,
+        DRAW_INDIRECT => draw::draw::<{ Opcode::DRAW_INDIRECT.0 }>,
+        DRAW_INDEX_INDIRECT => draw::draw::<{ Opcode::DRAW_INDEX_INDIRECT.0 }>,
         INDEX_BASE => draw::index_base,
-        DRAW_INDEX_2 => draw::draw,
+        DRAW_INDEX_2 => draw::draw::<{ Opcode::DRAW_INDEX_2.0 }>,
         CONTEXT_CONTROL => registers::context_control,
         INDEX_TYPE => draw::index_type_packet,
-        DRAW_INDIRECT_MULTI => draw::draw,
-        DRAW_INDEX_AUTO => draw::draw,
+        DRAW_INDIRECT_MULTI => draw::draw::<{ Opcode::DRAW_INDIRECT_MULTI.0 }>,
+        DRAW_INDEX_AUTO => draw::draw::<{ Opcode::DRAW_INDEX_AUTO.0 }>,
         NUM_INSTANCES => draw::num_instances,
-        DRAW_INDEX_MULTI_AUTO => draw::draw,
+        DRAW_INDEX_MULTI_AUTO => draw::draw::<{ Opcode::DRAW_INDEX_MULTI_AUTO.0 }>,
         INDIRECT_BUFFER_CONST => indirect::indirect_buffer_const,
         STRMOUT_BUFFER_UPDATE => draw::strmout_buffer_update,
-        DRAW_INDEX_OFFSET_2 => draw::draw,
+        DRAW_INDEX_OFFSET_2 => draw::draw::<{ Opcode::DRAW_INDEX_OFFSET_2.0 }>,
         WRITE_DATA => memory_ops::write_data,
-        DRAW_INDEX_INDIRECT_MULTI => draw::draw,
+        DRAW_INDEX_INDIRECT_MULTI => draw::draw::<{ Opcode::DRAW_INDEX_INDIRECT_MULTI.0 }>,
         MEM_SEMAPHORE => wait::mem_semaphore,
         WAIT_REG_MEM => wait::wait_reg_mem,
         INDIRECT_BUFFER => indirect::indirect_buffer,
@@ -132,8 +134,8 @@ const fn opcode_table() -> [OpcodeEntry; 256] {
         FRAME_CONTROL => nop::no_effect,
         WAIT_FOR_WRITE_CONFIRM => nop::no_effect,
         WAIT_REG_MEM64 => wait::wait_reg_mem,
-        DRAW_INDIRECT_COUNT_MULTI => draw::draw,
-        DRAW_INDEX_INDIRECT_COUNT_MULTI => draw::draw,
+        DRAW_INDIRECT_COUNT_MULTI => draw::draw::<{ Opcode::DRAW_INDIRECT_COUNT_MULTI.0 }>,
+        DRAW_INDEX_INDIRECT_COUNT_MULTI => draw::draw::<{ Opcode::DRAW_INDEX_INDIRECT_COUNT_MULTI.0 }>,
         DUMP_CONST_RAM_OFFSET => const_engine::dump_const_ram,
         LOAD_CONTEXT_REG_INDEX => registers::load_reg_index,
         SET_QUEUE_REG => registers::set_queue_reg,
@@ -251,6 +253,31 @@ pub(crate) static REGISTER_RUNS: [RegisterRun; 256] = register_runs(opcode_table
 
 /// The same for compute queues: graphics-only register writers have none.
 pub(crate) static COMPUTE_REGISTER_RUNS: [RegisterRun; 256] = register_runs(compute_opcode_table());
+
+/// What the loop calls for a packet that is not a plain register writer or
+/// a one-dword pad: the opcode's handler, or the report of a packet with
+/// none ([`handlers::unhandled`]). Plain register writers have a handler
+/// too ([`handlers::registers::set_registers`]), though the loop stores
+/// them itself.
+const fn handler_table(entries: [OpcodeEntry; 256]) -> [OpcodeHandler; 256] {
+    let mut t: [OpcodeHandler; 256] = [handlers::unhandled as OpcodeHandler; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = match entries[i] {
+            OpcodeEntry::Handler(handler) => handler,
+            OpcodeEntry::SetRegisters { .. } => handlers::registers::set_registers as OpcodeHandler,
+            OpcodeEntry::Unhandled | OpcodeEntry::GraphicsOnly => handlers::unhandled as OpcodeHandler,
+        };
+        i += 1;
+    }
+    t
+}
+
+/// [`handler_table`] of the graphics queue.
+pub(crate) static HANDLERS: [OpcodeHandler; 256] = handler_table(opcode_table());
+
+/// [`handler_table`] of the compute queues.
+pub(crate) static COMPUTE_HANDLERS: [OpcodeHandler; 256] = handler_table(compute_opcode_table());
 
 /// CP opcode → what executes it, on the graphics queue.
 pub(crate) static OPCODE_TABLE: [OpcodeEntry; 256] = opcode_table();
@@ -377,28 +404,45 @@ const fn marks_of<const N: usize>(actions: &[RegisterAction; N]) -> RegisterMark
     marks
 }
 
+/// For each register of a [`RegisterMarks`] table, the last register of
+/// the run of equal words it starts (so a register run inside it has that
+/// one word as its OR, with no loop).
+const fn spans_of<const N: usize>(marks: &RegisterMarks<N>) -> [u16; N] {
+    let mut spans = [0u16; N];
+    let mut i = N;
+    while i > 0 {
+        i -= 1;
+        spans[i] = if i + 1 < N && marks[i + 1] == marks[i] { spans[i + 1] } else { i as u16 };
+    }
+    spans
+}
+
 static CONTEXT_REGISTER_MARKS: RegisterMarks<{ space::CONTEXT_SIZE as usize }> = marks_of(&context_table());
 static SH_REGISTER_MARKS: RegisterMarks<{ space::SH_SIZE as usize }> = marks_of(&sh_table());
 static UCONFIG_REGISTER_MARKS: RegisterMarks<{ space::UCONFIG_SIZE as usize }> = marks_of(&uconfig_table());
+static CONTEXT_MARK_SPANS: [u16; space::CONTEXT_SIZE as usize] = spans_of(&marks_of(&context_table()));
+static SH_MARK_SPANS: [u16; space::SH_SIZE as usize] = spans_of(&marks_of(&sh_table()));
+static UCONFIG_MARK_SPANS: [u16; space::UCONFIG_SIZE as usize] = spans_of(&marks_of(&uconfig_table()));
 
 /// The OR of the action words (see [`CALLS_HANDLER`]) of `count`
 /// consecutive registers from `first` (absolute), clamped to the space
 /// `first` is in; 0 outside the three tables.
 #[inline]
 pub(crate) fn register_run_marks(first: u32, count: usize) -> u32 {
-    let (table, base): (&'static [u32], u32) = match first {
-        0x2C00..=0x2FFF => (&SH_REGISTER_MARKS, space::SH),
-        0xA000..=0xA3FF => (&CONTEXT_REGISTER_MARKS, space::CONTEXT),
-        0xC000..=0xFFFF => (&UCONFIG_REGISTER_MARKS, space::UCONFIG),
+    let (table, spans, base): (&'static [u32], &'static [u16], u32) = match first {
+        0x2C00..=0x2FFF => (&SH_REGISTER_MARKS, &SH_MARK_SPANS, space::SH),
+        0xA000..=0xA3FF => (&CONTEXT_REGISTER_MARKS, &CONTEXT_MARK_SPANS, space::CONTEXT),
+        0xC000..=0xFFFF => (&UCONFIG_REGISTER_MARKS, &UCONFIG_MARK_SPANS, space::UCONFIG),
         _ => return 0,
     };
     let start = (first - base) as usize;
-    let end = start.saturating_add(count).min(table.len());
-    match table.get(start..end).unwrap_or(&[]) {
-        [] => 0,
-        [one] => *one,
-        [first, second] => first | second,
-        marks => marks.iter().fold(0, |acc, m| acc | m),
+    match (table.get(start), spans.get(start)) {
+        // The whole run inside one span of equal words (most runs).
+        (Some(&marks), Some(&span)) if start + count <= usize::from(span) + 1 => marks,
+        _ => {
+            let end = start.saturating_add(count).min(table.len());
+            table.get(start..end).unwrap_or(&[]).iter().fold(0, |acc, m| acc | m)
+        }
     }
 }
 

@@ -78,13 +78,11 @@ impl PrefetchWindow {
         start.saturating_add(need as usize) <= self.len
     }
 
-    /// The dwords the window holds from `address` (dword-aligned) to its
-    /// end; empty when it holds none.
+    /// The dwords held from `start` (as returned by `ensure`), at most `max`.
     #[inline]
-    pub(crate) fn held_from(&self, address: u64) -> &[u32] {
-        let Some(delta) = address.checked_sub(self.base).filter(|d| d % 4 == 0) else { return &[] };
-        let start = usize::try_from(delta / 4).unwrap_or(usize::MAX);
-        self.words.get(start..self.len).unwrap_or(&[])
+    pub(crate) fn held(&self, start: usize, max: u32) -> &[u32] {
+        let end = self.len.min(start.saturating_add(max as usize));
+        self.words.get(start..end).unwrap_or(&[])
     }
 
     /// The dword at `start` (as returned by `ensure`).

@@ -80,6 +80,7 @@ impl DrawBody {
 }
 
 impl<'a> Body<'a> for DrawBody {
+    #[inline]
     fn decode_body(op: Opcode, body: &'a [u32]) -> Result<Self, BodyError> {
         let w = Words::new(op, body);
         Ok(match op {

@@ -8,7 +8,7 @@ use crate::packet::body::{
     BodyError, DumpConstRam, IncrementCeCounter, LoadConstRam, WaitOnDeCounterDiff, WriteConstRam,
 };
 use crate::packet::{Opcode, Packet};
-use crate::processor::context::{Ctx, Flow};
+use crate::processor::context::{Ctx, Flow, HandlerResult};
 use crate::processor::{Pm4Error, SuspendReason, CE_RAM_BYTES};
 
 fn ram_range(ctx: &mut Ctx<'_>, offset: u32, bytes: u64) -> Result<std::ops::Range<usize>, Pm4Error> {
@@ -22,7 +22,7 @@ fn ram_range(ctx: &mut Ctx<'_>, offset: u32, bytes: u64) -> Result<std::ops::Ran
     }
 }
 
-pub(crate) fn write_const_ram(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn write_const_ram(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let WriteConstRam { offset, data } = ctx.decode(p)?;
     let range = ram_range(ctx, offset, data.len() as u64 * 4)?;
     if let Some(ram) = ctx.state.ce_ram.get_mut(range) {
@@ -33,7 +33,7 @@ pub(crate) fn write_const_ram(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow,
     Ok(Flow::Continue)
 }
 
-pub(crate) fn load_const_ram(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn load_const_ram(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let LoadConstRam { address, num_dwords, start } = ctx.decode(p)?;
     let range = ram_range(ctx, start, u64::from(num_dwords) * 4)?;
     let memory = &ctx.memory;
@@ -47,7 +47,7 @@ pub(crate) fn load_const_ram(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, 
 
 /// DUMP_CONST_RAM and DUMP_CONST_RAM_OFFSET: CE RAM → memory; with
 /// INCREMENT_CE set the CE counter is bumped after the dump.
-pub(crate) fn dump_const_ram(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn dump_const_ram(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let dump = ctx.decode::<DumpConstRam>(p)?;
     let address = if dump.opcode == Opcode::DUMP_CONST_RAM_OFFSET {
         ctx.state.bases.ce_dst.wrapping_add(dump.destination) & crate::memory::ADDRESS_MASK
@@ -67,7 +67,7 @@ pub(crate) fn dump_const_ram(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, 
     Ok(Flow::Continue)
 }
 
-pub(crate) fn increment_ce_counter(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn increment_ce_counter(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let sel = ctx.decode::<IncrementCeCounter>(p)?.select;
     if sel & 1 != 0 || sel == 0 {
         ctx.state.ce_counter = ctx.state.ce_counter.wrapping_add(1);
@@ -75,29 +75,29 @@ pub(crate) fn increment_ce_counter(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<
     Ok(Flow::Continue)
 }
 
-pub(crate) fn increment_de_counter(ctx: &mut Ctx<'_>, _: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn increment_de_counter(ctx: &mut Ctx<'_>, _: &Packet<'_>) -> HandlerResult {
     ctx.state.de_counter = ctx.state.de_counter.wrapping_add(1);
     Ok(Flow::RunConstantEngine)
 }
 
 /// WAIT_ON_CE_COUNTER: the drawing engine waits until the CE counter is
 /// ahead of the DE counter.
-pub(crate) fn wait_on_ce_counter(ctx: &mut Ctx<'_>, _: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn wait_on_ce_counter(ctx: &mut Ctx<'_>, _: &Packet<'_>) -> HandlerResult {
     let (ce, de) = (ctx.state.ce_counter, ctx.state.de_counter);
     if ce.wrapping_sub(de) as i32 > 0 {
         Ok(Flow::Continue)
     } else {
-        Ok(Flow::Suspend(SuspendReason::WaitOnCeCounter { ce, de }))
+        Ok(ctx.suspend(SuspendReason::WaitOnCeCounter { ce, de }))
     }
 }
 
 /// WAIT_ON_DE_COUNTER_DIFF: the constant engine waits while it is `diff`
 /// or more ahead of the drawing engine.
-pub(crate) fn wait_on_de_counter_diff(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn wait_on_de_counter_diff(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let diff = ctx.decode::<WaitOnDeCounterDiff>(p)?.diff;
     let (ce, de) = (ctx.state.ce_counter, ctx.state.de_counter);
     if ce.wrapping_sub(de) >= diff {
-        Ok(Flow::Suspend(SuspendReason::WaitOnDeCounterDiff { ce, de, diff }))
+        Ok(ctx.suspend(SuspendReason::WaitOnDeCounterDiff { ce, de, diff }))
     } else {
         Ok(Flow::Continue)
     }

@@ -9,7 +9,7 @@ use crate::packet::body::{
     DispatchTaskmeshIndirectMultiAce,
 };
 use crate::packet::Packet;
-use crate::processor::context::{Ctx, Flow};
+use crate::processor::context::{Ctx, Flow, HandlerResult};
 use crate::processor::{state_group, Pm4Error};
 use crate::regs::{gfx103 as r, space};
 
@@ -38,7 +38,7 @@ fn run(ctx: &mut Ctx<'_>, dims: [u32; 3], initiator: u32, indirect_args: Option<
     let dispatch = Dispatch {
         queue: state.queue,
         opcode: ctx.opcode,
-        location: *ctx.location,
+        location: ctx.location,
         dims,
         start: view.compute_start(),
         threads_per_group: view.threads_per_group(),
@@ -50,14 +50,14 @@ fn run(ctx: &mut Ctx<'_>, dims: [u32; 3], initiator: u32, indirect_args: Option<
     ctx.backend.dispatch(&dispatch);
 }
 
-pub(crate) fn dispatch_direct(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn dispatch_direct(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let d = ctx.decode::<DispatchDirect>(p)?;
     ctx.state.stats.dispatches += 1;
     run(ctx, d.dims, d.initiator, None);
     Ok(Flow::Continue)
 }
 
-pub(crate) fn dispatch_indirect(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn dispatch_indirect(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let d = ctx.decode::<DispatchIndirect>(p)?;
     let (address, initiator) = match d {
         DispatchIndirect::Offset { data_offset, initiator } => {
@@ -74,7 +74,7 @@ pub(crate) fn dispatch_indirect(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flo
 
 /// DISPATCH_TASK_STATE_INIT (§3.45): keeps the task control buffer address
 /// (`ProcessorState::task_control_buffer`).
-pub(crate) fn dispatch_task_state_init(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn dispatch_task_state_init(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let t = ctx.decode::<DispatchTaskStateInit>(p)?;
     ctx.state.task_control_buffer = t.control_buffer;
     Ok(Flow::Continue)
@@ -83,7 +83,7 @@ pub(crate) fn dispatch_task_state_init(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Res
 /// DISPATCH_TASKMESH_DIRECT_ACE (§3.45): the task shaders' dispatch, its
 /// group counts in the packet. (The task ring entry the CP would put at
 /// RING_ENTRY_LOC is not modelled.)
-pub(crate) fn dispatch_taskmesh_direct_ace(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn dispatch_taskmesh_direct_ace(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let d = ctx.decode::<DispatchTaskmeshDirectAce>(p)?;
     ctx.state.stats.dispatches += 1;
     run(ctx, d.dims, d.initiator, None);
@@ -94,7 +94,7 @@ pub(crate) fn dispatch_taskmesh_direct_ace(ctx: &mut Ctx<'_>, p: &Packet<'_>) ->
 /// (three group counts at DATA_ADDR + i × STRIDE), n = COUNT or
 /// min(COUNT, *COUNT_ADDR); the counts go to XYZ_DIM_LOC and the index to
 /// DISPATCH_INDEX_LOC when enabled. The packet counts once in `dispatches`.
-pub(crate) fn dispatch_taskmesh_indirect_multi_ace(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn dispatch_taskmesh_indirect_multi_ace(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let d = ctx.decode::<DispatchTaskmeshIndirectMultiAce>(p)?;
     let n = if d.count_indirect { d.count.min(ctx.read_u32(d.count_address)?) } else { d.count };
     ctx.state.stats.dispatches += 1;
@@ -103,7 +103,7 @@ pub(crate) fn dispatch_taskmesh_indirect_multi_ace(ctx: &mut Ctx<'_>, p: &Packet
             ctx.exec.packets += 1;
             if ctx.exec.packets > ctx.state.config.work_budget {
                 let budget = ctx.state.config.work_budget;
-                return Err(Pm4Error::WorkBudgetExhausted { location: *ctx.location, budget });
+                return Err(Box::new(Pm4Error::WorkBudgetExhausted { location: ctx.location, budget }));
             }
         }
         let args = d.data_address.wrapping_add(u64::from(i) * u64::from(d.stride)) & ADDRESS_MASK;

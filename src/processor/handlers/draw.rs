@@ -11,12 +11,13 @@
 use crate::backend::{Draw, IndexBuffer, ProgramBinding, ProgramStage};
 use crate::memory::GuestMemory;
 use crate::memory::ADDRESS_MASK;
+use crate::packet::body::Body;
 use crate::packet::body::{
     DispatchMeshIndirectMulti, DispatchTaskmeshGfx, DrawBody, DrawIndexMultiInst, IndexBase, IndexBufferSize,
     IndexType, NumInstances, SetBase, StrmoutBufferUpdate,
 };
-use crate::packet::Packet;
-use crate::processor::context::{Ctx, Flow};
+use crate::packet::{Opcode, Packet};
+use crate::processor::context::{Ctx, Flow, HandlerResult};
 use crate::processor::{state_group, Pm4Error};
 use crate::regs::{gfx103 as r, space};
 
@@ -94,7 +95,7 @@ fn emit(ctx: &mut Ctx<'_>, a: DrawArgs) {
     let draw = Draw {
         queue: state.queue,
         opcode: ctx.opcode,
-        location: *ctx.location,
+        location: ctx.location,
         count: a.count,
         instance_count: a.instance_count,
         first: a.first,
@@ -137,7 +138,7 @@ fn write_loc(ctx: &mut Ctx<'_>, loc: u32, value: u32) {
 fn charge(ctx: &mut Ctx<'_>) -> Result<(), Pm4Error> {
     ctx.exec.packets += 1;
     if ctx.exec.packets > ctx.state.config.work_budget {
-        return Err(Pm4Error::WorkBudgetExhausted { location: *ctx.location, budget: ctx.state.config.work_budget });
+        return Err(Pm4Error::WorkBudgetExhausted { location: ctx.location, budget: ctx.state.config.work_budget });
     }
     Ok(())
 }
@@ -202,8 +203,16 @@ fn indirect_draw(
     Ok(())
 }
 
-pub(crate) fn draw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
-    let body = ctx.decode::<DrawBody>(p)?;
+/// The handler of the draw packet with opcode `OP`: one instance per draw
+/// opcode, so its body's decoding and the match below fold to that
+/// opcode's form.
+pub(crate) fn draw<const OP: u8>(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
+    let body = DrawBody::decode_body(Opcode(OP), p.body).map_err(|e| ctx.body_err(e))?;
+    run_draw(ctx, body)
+}
+
+#[inline(always)]
+fn run_draw(ctx: &mut Ctx<'_>, body: DrawBody) -> HandlerResult {
     ctx.state.stats.draws += 1;
     refresh_programs(ctx);
     let instances = ctx.state.regs.get(r::VGT_NUM_INSTANCES);
@@ -330,7 +339,7 @@ fn write_dims(ctx: &mut Ctx<'_>, loc: u32, dims: [u32; 3]) {
 /// counts at the SET_BASE draw base + DATA_OFFSET + i × STRIDE) the counts go
 /// to XYZ_DIM_LOC, the index to DRAW_INDEX_LOC when enabled, and the backend
 /// gets a draw with `mesh_groups`. The packet counts once in `draws`.
-pub(crate) fn dispatch_mesh_indirect_multi(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn dispatch_mesh_indirect_multi(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let m = ctx.decode::<DispatchMeshIndirectMulti>(p)?;
     ctx.state.stats.draws += 1;
     refresh_programs(ctx);
@@ -356,7 +365,7 @@ pub(crate) fn dispatch_mesh_indirect_multi(ctx: &mut Ctx<'_>, p: &Packet<'_>) ->
 /// DISPATCH_TASKMESH_GFX (§3.45): the mesh half of a task/mesh dispatch,
 /// a draw whose group counts the task shaders put in the task ring (not
 /// modelled: `mesh_groups` is `None`).
-pub(crate) fn dispatch_taskmesh_gfx(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn dispatch_taskmesh_gfx(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let t = ctx.decode::<DispatchTaskmeshGfx>(p)?;
     ctx.state.stats.draws += 1;
     refresh_programs(ctx);
@@ -369,7 +378,7 @@ pub(crate) fn dispatch_taskmesh_gfx(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result
 /// an indexed draw of INDEX_COUNT indices at INDEX_ADDR, INSTANCE_COUNT
 /// instances, the flags dword as draw initiator. Other lengths have no
 /// defined layout: counted and reported as not emulated.
-pub(crate) fn draw_index_multi_inst(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn draw_index_multi_inst(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let Ok(d) = ctx.decode::<DrawIndexMultiInst>(p) else {
         super::report_not_emulated(ctx, "form other than the 9-dword one");
         return Ok(Flow::Continue);
@@ -401,7 +410,7 @@ pub(crate) fn draw_index_multi_inst(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result
 
 /// SET_BASE: index 1 selects the draw or dispatch argument base by the
 /// header's SHADER_TYPE bit.
-pub(crate) fn set_base(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn set_base(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let b = ctx.decode::<SetBase>(p)?;
     let bases = &mut ctx.state.bases;
     match b.base_index {
@@ -416,7 +425,7 @@ pub(crate) fn set_base(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Err
     Ok(Flow::Continue)
 }
 
-pub(crate) fn index_base(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn index_base(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let address = ctx.decode::<IndexBase>(p)?.address;
     ctx.state.index_base = address;
     ctx.write_named_register::<{ r::VGT_DMA_BASE }>(address as u32);
@@ -424,7 +433,7 @@ pub(crate) fn index_base(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4E
     Ok(Flow::Continue)
 }
 
-pub(crate) fn index_buffer_size(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn index_buffer_size(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let size = ctx.decode::<IndexBufferSize>(p)?.index_count;
     ctx.state.index_buffer_size = size;
     ctx.write_named_register::<{ r::VGT_DMA_SIZE }>(size);
@@ -432,14 +441,14 @@ pub(crate) fn index_buffer_size(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flo
 }
 
 /// INDEX_TYPE sets the same "current index type" as a VGT_INDEX_TYPE write.
-pub(crate) fn index_type_packet(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn index_type_packet(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let v = ctx.decode::<IndexType>(p)?.index_type;
     ctx.write_named_register::<{ r::VGT_DMA_INDEX_TYPE }>(v);
     ctx.write_named_register::<{ r::VGT_INDEX_TYPE }>(v & 0x4003);
     Ok(Flow::Continue)
 }
 
-pub(crate) fn num_instances(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn num_instances(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let v = ctx.decode::<NumInstances>(p)?.instances;
     ctx.write_named_register::<{ r::VGT_NUM_INSTANCES }>(v);
     Ok(Flow::Continue)
@@ -450,7 +459,7 @@ pub(crate) fn num_instances(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, P
 /// the filled-size register or memory. The filled size is the buffer's
 /// offset: a loaded offset becomes the filled size too, so a store after a
 /// load gives back what was loaded.
-pub(crate) fn strmout_buffer_update(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn strmout_buffer_update(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let s = ctx.decode::<StrmoutBufferUpdate>(p)?;
     let offset_reg = r::VGT_STRMOUT_BUFFER_OFFSET_0 + s.buffer * 4;
     let filled_reg = r::VGT_STRMOUT_BUFFER_FILLED_SIZE_0 + s.buffer;

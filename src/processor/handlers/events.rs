@@ -7,7 +7,7 @@
 use crate::backend::{CacheAction, Event, Fence, SampleKind};
 use crate::packet::body::{AcquireMem, EventWrite, EventWriteEos, OcclusionQuery, ReleaseMem, SurfaceSync};
 use crate::packet::{Opcode, Packet};
-use crate::processor::context::{Ctx, Flow};
+use crate::processor::context::{Ctx, Flow, HandlerResult};
 use crate::processor::handlers::report_not_emulated;
 use crate::processor::Pm4Error;
 use crate::regs::gfx103;
@@ -23,7 +23,7 @@ mod event_type {
     pub const PIXEL_PIPE_STAT_DUMP: u32 = 0x39;
 }
 
-pub(crate) fn event_write(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn event_write(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let e = ctx.decode::<EventWrite>(p)?;
     let sample = match e.event_type {
         event_type::ZPASS_DONE | event_type::PIXEL_PIPE_STAT_DUMP => Some(SampleKind::ZpassDone),
@@ -50,7 +50,7 @@ pub(crate) fn event_write(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4
         queue: ctx.state.queue,
         event_type: e.event_type,
         event_index: e.event_index,
-        location: *ctx.location,
+        location: ctx.location,
     });
     Ok(Flow::Continue)
 }
@@ -138,13 +138,13 @@ fn retire(ctx: &mut Ctx<'_>, r: &ReleaseMem, gds: GdsStore) -> Result<(), Pm4Err
     Ok(())
 }
 
-pub(crate) fn release_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn release_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let r = ctx.decode::<ReleaseMem>(p)?;
     retire(ctx, &r, GdsStore::None)?;
     Ok(Flow::Continue)
 }
 
-pub(crate) fn event_write_eop(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn event_write_eop(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let r = ctx.decode::<ReleaseMem>(p)?;
     retire(ctx, &r, GdsStore::None)?;
     Ok(Flow::Continue)
@@ -153,7 +153,7 @@ pub(crate) fn event_write_eop(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow,
 /// EVENT_WRITE_EOS: COMMAND 2 stores the 32-bit DATA; COMMAND 1 stores
 /// SIZE dwords of GDS from GDS_INDEX (DATA [15:0] and [31:16], in dwords);
 /// COMMAND 0 (the GDS append count) is not defined well enough to emulate.
-pub(crate) fn event_write_eos(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn event_write_eos(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let e = ctx.decode::<EventWriteEos>(p)?;
     let gds = match e.command {
         2 => GdsStore::None,
@@ -177,7 +177,7 @@ pub(crate) fn event_write_eos(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow,
     Ok(Flow::Continue)
 }
 
-pub(crate) fn acquire_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn acquire_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let a = ctx.decode::<AcquireMem>(p)?;
     let size = if a.size == 0xFF_FFFF_FFFF || a.size == 0xFFFF_FFFF { u64::MAX } else { a.size << 8 };
     let queue = ctx.state.queue;
@@ -193,7 +193,7 @@ pub(crate) fn acquire_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4
     Ok(Flow::Continue)
 }
 
-pub(crate) fn surface_sync(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn surface_sync(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let s = ctx.decode::<SurfaceSync>(p)?;
     let queue = ctx.state.queue;
     ctx.backend.cache_action(
@@ -205,7 +205,7 @@ pub(crate) fn surface_sync(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm
 
 /// OCCLUSION_QUERY: adds the sum over render backends of (end - begin) of
 /// the ZPASS records at START to the 64-bit value at QUERY.
-pub(crate) fn occlusion_query(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn occlusion_query(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let OcclusionQuery { start, query } = ctx.decode(p)?;
     const VALID: u64 = 1 << 63;
     let mut sum = 0u64;

@@ -4,7 +4,7 @@
 use crate::memory::{GuestMemory, MemoryError};
 use crate::packet::body::{CondIndirectBuffer, IndirectBufferForm};
 use crate::packet::Packet;
-use crate::processor::context::{Ctx, Flow};
+use crate::processor::context::{Ctx, Flow, HandlerResult};
 use crate::processor::{Engine, Pm4Error};
 
 /// Most constant-engine buffers queued and not started yet: the drawing
@@ -15,7 +15,7 @@ pub(crate) const MAX_CE_PENDING: usize = 256;
 /// Calls (or with `chain`, jumps to) a buffer on the current execution.
 /// The loop advanced the cursor past the packet already, so a call returns
 /// to the next packet.
-fn enter(ctx: &mut Ctx<'_>, address: u64, size_dw: u32, chain: bool) -> Result<Flow, Pm4Error> {
+fn enter(ctx: &mut Ctx<'_>, address: u64, size_dw: u32, chain: bool) -> HandlerResult {
     if size_dw == 0 {
         return Ok(Flow::Continue);
     }
@@ -27,12 +27,12 @@ fn enter(ctx: &mut Ctx<'_>, address: u64, size_dw: u32, chain: bool) -> Result<F
         return Ok(Flow::Continue);
     }
     if !ctx.exec.push(address, size_dw) {
-        return Err(Pm4Error::IbStackOverflow {
-            location: *ctx.location,
+        return Err(Box::new(Pm4Error::IbStackOverflow {
+            location: ctx.location,
             target: address,
             depth: ctx.exec.depth() + 1,
             limit: ctx.exec.max_depth(),
-        });
+        }));
     }
     Ok(Flow::Continue)
 }
@@ -49,13 +49,13 @@ fn unmapped(ctx: &mut Ctx<'_>, address: u64, size_dw: u32) -> Result<Option<Flow
     }
     if ctx.state.config.skip_unmapped_ibs {
         tracing::warn!(queue = %ctx.state.queue, location = %ctx.location, "skipped indirect buffer {address:#x} ({size_dw} dwords): not mapped");
-        ctx.backend.skipped_indirect_buffer(ctx.state.queue, ctx.location, address, size_dw);
+        ctx.backend.skipped_indirect_buffer(ctx.state.queue, &ctx.location, address, size_dw);
         return Ok(Some(Flow::Continue));
     }
     Err(ctx.mem_err(MemoryError::Unmapped { address, len }))
 }
 
-pub(crate) fn indirect_buffer(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn indirect_buffer(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     match IndirectBufferForm::decode(p.opcode(), p.body).map_err(|e| ctx.body_err(e))? {
         IndirectBufferForm::Conditional(c) => match chosen(ctx, &c)? {
             Some((address, size)) => enter(ctx, address, size, false),
@@ -82,7 +82,7 @@ fn chosen(ctx: &Ctx<'_>, c: &CondIndirectBuffer) -> Result<Option<(u64, u32)>, P
 /// constant engine; inside a constant-engine stream it is an ordinary call.
 /// The conditional form (COND_INDIRECT_BUFFER_CONST, COUNT 12) picks IB1
 /// or IB2 the same way the drawing engine's form does.
-pub(crate) fn indirect_buffer_const(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn indirect_buffer_const(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let (address, size_dw, chain) = match IndirectBufferForm::decode(p.opcode(), p.body).map_err(|e| ctx.body_err(e))? {
         IndirectBufferForm::Conditional(c) => match chosen(ctx, &c)? {
             Some((address, size)) => (address, size, false),
@@ -100,7 +100,7 @@ pub(crate) fn indirect_buffer_const(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result
         return Ok(flow);
     }
     if ctx.state.ce_pending.len() >= MAX_CE_PENDING {
-        return Err(Pm4Error::ConstantEngineBacklog { location: *ctx.location, limit: MAX_CE_PENDING });
+        return Err(Box::new(Pm4Error::ConstantEngineBacklog { location: ctx.location, limit: MAX_CE_PENDING }));
     }
     ctx.state.ce_pending.push((address, size_dw));
     Ok(Flow::RunConstantEngine)

@@ -4,12 +4,12 @@
 use crate::memory::GuestMemory;
 use crate::packet::body::{AtomicMem, CompareFunction, CondWrite, CopyData, DmaData, WriteData};
 use crate::packet::Packet;
-use crate::processor::context::{Ctx, Flow};
+use crate::processor::context::{Ctx, Flow, HandlerResult};
 use crate::processor::handlers::report_not_emulated;
 use crate::processor::{Pm4Error, SuspendReason};
 use crate::regs::gfx103;
 
-pub(crate) fn write_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn write_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let w = ctx.decode::<WriteData>(p)?;
     match w.dst_sel {
         0 => {
@@ -91,7 +91,7 @@ fn copy_source(ctx: &mut Ctx<'_>, c: &CopyData) -> Result<Option<u64>, Pm4Error>
     Ok(Some(value))
 }
 
-pub(crate) fn copy_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn copy_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let c = ctx.decode::<CopyData>(p)?;
     let Some(value) = copy_source(ctx, &c)? else {
         report_not_emulated(ctx, "source (atomic return data)");
@@ -207,7 +207,7 @@ fn dma_write(ctx: &mut Ctx<'_>, dst: DmaEnd, data: &[u32]) -> Result<(), Pm4Erro
 /// GDS or the DATA dword) to the destination (memory, registers or GDS).
 /// SAIC/DAIC keep the memory address or register of their side fixed;
 /// GDS always increments. Register and GDS sides move whole dwords.
-pub(crate) fn dma_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn dma_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let d = ctx.decode::<DmaData>(p)?;
     let len = u64::from(d.byte_count);
     if d.dst_sel == 2 || len == 0 {
@@ -232,10 +232,10 @@ pub(crate) fn dma_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Err
     // Memory to memory and fills of memory keep their byte-exact fast paths.
     match (src, dst) {
         (DmaEnd::Memory { address: s, step: true }, DmaEnd::Memory { address: t, step: true }) => {
-            return ctx.memory.copy(t, s, len).map(|()| Flow::Continue).map_err(|e| ctx.mem_err(e));
+            return ctx.memory.copy(t, s, len).map(|()| Flow::Continue).map_err(|e| ctx.mem_err(e).into());
         }
         (DmaEnd::Data(value), DmaEnd::Memory { address, step: true }) => {
-            return ctx.memory.fill(address, len, value).map(|()| Flow::Continue).map_err(|e| ctx.mem_err(e));
+            return ctx.memory.fill(address, len, value).map(|()| Flow::Continue).map_err(|e| ctx.mem_err(e).into());
         }
         (DmaEnd::Data(value), DmaEnd::Gds { offset }) => {
             ctx.state.global.fill_gds(offset, len, value).map_err(|e| ctx.gds_err(e))?;
@@ -243,7 +243,7 @@ pub(crate) fn dma_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Err
         }
         (DmaEnd::Memory { address, step: false }, DmaEnd::Memory { address: t, step: true }) => {
             let value = ctx.read_u32(address)?;
-            return ctx.memory.fill(t, len, value).map(|()| Flow::Continue).map_err(|e| ctx.mem_err(e));
+            return ctx.memory.fill(t, len, value).map(|()| Flow::Continue).map_err(|e| ctx.mem_err(e).into());
         }
         _ => {}
     }
@@ -309,7 +309,7 @@ fn atomic_result(op: u32, old: u64, src: u64, cmp: u64, is_64: bool) -> Option<u
     Some(if is_64 { v } else { v & 0xFFFF_FFFF })
 }
 
-pub(crate) fn atomic_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn atomic_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let a = ctx.decode::<AtomicMem>(p)?;
     let is_64 = a.is_64();
     let (src, cmp) = if is_64 { (a.src, a.cmp) } else { (a.src & 0xFFFF_FFFF, a.cmp & 0xFFFF_FFFF) };
@@ -331,7 +331,7 @@ pub(crate) fn atomic_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4E
     if spin {
         let current = read()?;
         if current != cmp {
-            return Ok(Flow::Suspend(SuspendReason::AtomicLoop { address: a.address, compare: cmp, current }));
+            return Ok(ctx.suspend(SuspendReason::AtomicLoop { address: a.address, compare: cmp, current }));
         }
     }
     // One indivisible read-modify-write on guest memory: a CPU thread or
@@ -348,12 +348,12 @@ pub(crate) fn atomic_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4E
     .map_err(|e| ctx.mem_err(e))?;
     if spin && old != cmp {
         // Another thread changed it between the check and the swap.
-        return Ok(Flow::Suspend(SuspendReason::AtomicLoop { address: a.address, compare: cmp, current: old }));
+        return Ok(ctx.suspend(SuspendReason::AtomicLoop { address: a.address, compare: cmp, current: old }));
     }
     Ok(Flow::Continue)
 }
 
-pub(crate) fn cond_write(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn cond_write(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let c = ctx.decode::<CondWrite>(p)?;
     let value = if c.poll_memory { ctx.read_u32(c.poll)? } else { ctx.read_register(c.poll as u32) };
     if c.function.test(u64::from(value & c.mask), u64::from(c.reference)) && c.function != CompareFunction::Reserved {

@@ -12,8 +12,8 @@ pub(crate) mod predication;
 pub(crate) mod registers;
 pub(crate) mod wait;
 
-use super::context::{Ctx, Flow};
-use super::{unknown_packet_report, Env, Pm4Error, ProcessorState, UnknownPacketPolicy};
+use super::context::{Ctx, Flow, HandlerResult};
+use super::{unknown_packet_report, Pm4Error, UnknownPacketPolicy};
 use crate::backend::NotEmulated;
 use crate::packet::Packet;
 
@@ -21,7 +21,8 @@ use crate::packet::Packet;
 /// emulated, unknown ones with a hex dump; both are skipped by length (or,
 /// for unknown packets under [`UnknownPacketPolicy::Stop`], stop).
 #[cold]
-pub(crate) fn unhandled(state: &mut ProcessorState, env: &mut Env<'_>, packet: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn unhandled(ctx: &mut Ctx<'_>, packet: &Packet<'_>) -> HandlerResult {
+    let state = &mut *ctx.state;
     let opcode = packet.opcode();
     // A graphics-ring packet on a compute queue is reported like an unknown
     // packet of that queue: a driver bug on real hardware.
@@ -31,11 +32,11 @@ pub(crate) fn unhandled(state: &mut ProcessorState, env: &mut Env<'_>, packet: &
             *slot += 1;
         }
         tracing::debug!(queue = %state.queue, location = %packet.location, "{opcode} is not emulated; skipped");
-        env.backend.not_emulated(&NotEmulated { queue: state.queue, opcode, location: packet.location });
+        ctx.backend.not_emulated(&NotEmulated { queue: state.queue, opcode, location: packet.location });
         return Ok(Flow::Continue);
     }
     state.stats.unknown += 1;
-    let report = unknown_packet_report(state.queue, env.memory, packet);
+    let report = unknown_packet_report(state.queue, &ctx.memory, packet);
     tracing::warn!(
         queue = %state.queue,
         location = %packet.location,
@@ -46,15 +47,17 @@ pub(crate) fn unhandled(state: &mut ProcessorState, env: &mut Env<'_>, packet: &
         report.length_dw,
         report.dump
     );
-    env.backend.unknown_packet(&report);
+    ctx.backend.unknown_packet(&report);
     if state.stats.unknown_packets.len() < state.config.max_unknown_reports {
         state.stats.unknown_packets.push(report);
     }
     match state.config.unknown_packet_policy {
         UnknownPacketPolicy::Skip => Ok(Flow::Continue),
-        UnknownPacketPolicy::Stop => {
-            Err(Pm4Error::UnknownPacket { location: packet.location, header: packet.header.0, opcode: opcode.0 })
-        }
+        UnknownPacketPolicy::Stop => Err(Box::new(Pm4Error::UnknownPacket {
+            location: packet.location,
+            header: packet.header.0,
+            opcode: opcode.0,
+        })),
     }
 }
 
@@ -65,5 +68,5 @@ pub(crate) fn report_not_emulated(ctx: &mut Ctx<'_>, what: &str) {
     if let Some(slot) = ctx.state.stats.not_emulated.get_mut(ctx.opcode.0 as usize) {
         *slot += 1;
     }
-    ctx.backend.not_emulated(&NotEmulated { queue: ctx.state.queue, opcode: ctx.opcode, location: *ctx.location });
+    ctx.backend.not_emulated(&NotEmulated { queue: ctx.state.queue, opcode: ctx.opcode, location: ctx.location });
 }

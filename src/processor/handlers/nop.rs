@@ -15,7 +15,7 @@
 use crate::backend::{Flip, Marker};
 use crate::memory::address_from_dwords;
 use crate::packet::Packet;
-use crate::processor::context::{Ctx, Flow};
+use crate::processor::context::{Ctx, Flow, HandlerResult};
 use crate::processor::{HostCommand, Pm4Error, HOST_COMMAND_SIGNATURE};
 
 type NopHandler = fn(&mut Ctx<'_>, &Packet<'_>, u32) -> Result<(), Pm4Error>;
@@ -41,7 +41,7 @@ pub fn convention_name(first_body_dword: u32) -> Option<&'static str> {
     crate::packet::body::nop_convention(first_body_dword)
 }
 
-pub(crate) fn nop(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn nop(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     if let Some(&first) = p.body.first() {
         let key = (first >> 16) as u16;
         if let Some(c) = CUSTOM_NOPS.iter().find(|c| c.key == key) {
@@ -53,7 +53,7 @@ pub(crate) fn nop(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
 
 /// Packets with no effect on a serial emulator (PFP_SYNC_ME, PREAMBLE_CNTL,
 /// PRIME_UTCL2, SWITCH_BUFFER, FRAME_CONTROL, WAIT_FOR_WRITE_CONFIRM).
-pub(crate) fn no_effect(_: &mut Ctx<'_>, _: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn no_effect(_: &mut Ctx<'_>, _: &Packet<'_>) -> HandlerResult {
     Ok(Flow::Continue)
 }
 
@@ -101,7 +101,7 @@ fn console_marker(ctx: &mut Ctx<'_>, p: &Packet<'_>, first: u32) -> Result<(), P
             if let Some((address, value)) = label {
                 ctx.write_u32(address, value as u32)?;
             }
-            ctx.backend.flip(&Flip { queue, kind: id, label, location: *ctx.location });
+            ctx.backend.flip(&Flip { queue, kind: id, label, location: ctx.location });
         }
         _ => ctx.backend.marker(queue, &Marker::Hint(id)),
     }
@@ -147,7 +147,7 @@ fn host_command(ctx: &mut Ctx<'_>, p: &Packet<'_>, first: u32) -> Result<(), Pm4
             if let Some((address, value)) = label {
                 ctx.write_u32(address, value as u32)?;
             }
-            ctx.backend.flip(&Flip { queue, kind: u32::from(code), label, location: *ctx.location });
+            ctx.backend.flip(&Flip { queue, kind: u32::from(code), label, location: ctx.location });
         }
         HostCommand::PushMarker => {
             let mut buf = [0u8; 256];

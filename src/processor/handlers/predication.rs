@@ -4,12 +4,12 @@
 
 use crate::packet::body::{CondExec, PredExec, SetPredication};
 use crate::packet::Packet;
-use crate::processor::context::{Ctx, Flow};
+use crate::processor::context::{Ctx, Flow, HandlerResult};
 use crate::processor::{Pm4Error, SuspendReason};
 
 const VALID: u64 = 1 << 63;
 
-pub(crate) fn set_predication(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn set_predication(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let s = ctx.decode::<SetPredication>(p)?;
     // The condition "visible / no overflow" for this packet's data.
     let condition = match s.op {
@@ -31,7 +31,7 @@ pub(crate) fn set_predication(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow,
             }
             if !ready {
                 if !s.draw_if_not_final {
-                    return Ok(Flow::Suspend(SuspendReason::Predication { address: s.address }));
+                    return Ok(ctx.suspend(SuspendReason::Predication { address: s.address }));
                 }
                 // HINT = 1 (§3.9): the data is not final, so the CP draws,
                 // whatever PRED_BOOL says.
@@ -54,8 +54,10 @@ pub(crate) fn set_predication(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow,
         3 => ctx.read_u64(s.address)? != 0,
         4 => ctx.read_u32(s.address)? != 0,
         _ => {
-            return Err(ctx
-                .body_err(crate::packet::body::BodyError::Invalid { opcode: p.opcode(), what: "PRED_OP is reserved" }))
+            return Err(Box::new(ctx.body_err(crate::packet::body::BodyError::Invalid {
+                opcode: p.opcode(),
+                what: "PRED_OP is reserved",
+            })))
         }
     };
     // CONTINUE accumulates: visible if any block was visible (ZPASS), no
@@ -78,15 +80,15 @@ pub(crate) fn set_predication(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow,
     Ok(Flow::Continue)
 }
 
-fn skip(ctx: &mut Ctx<'_>, skip_dw: u32) -> Result<Flow, Pm4Error> {
+fn skip(ctx: &mut Ctx<'_>, skip_dw: u32) -> HandlerResult {
     let remaining = ctx.exec.top().map_or(0, |c| c.remaining_dw());
     if skip_dw > remaining {
-        return Err(Pm4Error::SkipPastEnd {
-            location: *ctx.location,
+        return Err(Box::new(Pm4Error::SkipPastEnd {
+            location: ctx.location,
             opcode: ctx.opcode,
             skip_dw,
             remaining_dw: remaining,
-        });
+        }));
     }
     // Dwords, not packets (§3.10): the cursor moves past them unparsed, so
     // whatever they hold (even a type-1 dword) is never decoded.
@@ -99,7 +101,7 @@ fn skip(ctx: &mut Ctx<'_>, skip_dw: u32) -> Result<Flow, Pm4Error> {
 }
 
 /// COND_EXEC: skip the next EXEC_COUNT dwords when the 32-bit value is 0.
-pub(crate) fn cond_exec(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn cond_exec(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let c = ctx.decode::<CondExec>(p)?;
     if ctx.read_u32(c.address)? == 0 {
         return skip(ctx, c.exec_count);
@@ -109,7 +111,7 @@ pub(crate) fn cond_exec(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Er
 
 /// PRED_EXEC: the next EXEC_COUNT dwords run only on the devices selected in
 /// DEVICE_SELECT; this single device is device 0.
-pub(crate) fn pred_exec(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn pred_exec(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let PredExec { device_select, exec_count } = ctx.decode(p)?;
     if device_select & 1 == 0 {
         return skip(ctx, exec_count);

@@ -11,8 +11,8 @@ use crate::packet::body::{
     SetContextRegIndirect, SetQueueReg, SetShRegOffset,
 };
 use crate::packet::{Opcode, Packet};
-use crate::processor::context::{write_register, Ctx, Flow};
-use crate::processor::{tables, Pm4Error, ProcessorState};
+use crate::processor::context::{write_register, Ctx, Flow, HandlerResult};
+use crate::processor::{tables, ProcessorState};
 use crate::regs::{space, RegisterSpace};
 
 /// `(space base, space size)` of the space an opcode writes.
@@ -58,17 +58,28 @@ pub(crate) fn write_run(state: &mut ProcessorState, base: u32, size: u32, offset
     }
 }
 
-/// Copies `values` into `slots` (runs are a few registers long: a loop
-/// beats a memcpy call).
+/// Copies `values` into `slots` (runs are a few registers long: up to four
+/// are stored without a loop or a memcpy call).
 #[inline]
 fn store_run(slots: &mut [u32], values: &[u32]) {
     match (slots, values) {
-        // One and two registers: most runs, stored without loop set-up.
         ([slot], [value]) => *slot = *value,
         ([s0, s1], [v0, v1]) => {
             *s0 = *v0;
             *s1 = *v1;
         }
+        ([s0, s1, s2], [v0, v1, v2]) => {
+            *s0 = *v0;
+            *s1 = *v1;
+            *s2 = *v2;
+        }
+        ([s0, s1, s2, s3], [v0, v1, v2, v3]) => {
+            *s0 = *v0;
+            *s1 = *v1;
+            *s2 = *v2;
+            *s3 = *v3;
+        }
+        (slots, values) if slots.len() == values.len() => slots.copy_from_slice(values),
         (slots, values) => {
             for (slot, value) in slots.iter_mut().zip(values) {
                 *slot = *value;
@@ -101,6 +112,18 @@ pub(crate) fn write_run_in_page(state: &mut ProcessorState, base: u32, size: u32
     true
 }
 
+/// SET_*_REG and their _INDEX forms as a handler: the loop stores these
+/// runs itself (see `tables::REGISTER_RUNS`); this is the same store for
+/// a caller that goes through the handler table.
+pub(crate) fn set_registers(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
+    let (base, size) = space_of(p.opcode());
+    match p.body.split_first() {
+        Some((first, values)) => write_run(ctx.state, base, size, first & 0xFFFF, values),
+        None => return Err(Box::new(ctx.body_err(BodyError::Missing { opcode: p.opcode(), index: 0, body_len: 0 }))),
+    }
+    Ok(Flow::Continue)
+}
+
 /// UCONFIG registers are GPU-wide: a run of them goes to the shared file too.
 #[inline]
 fn publish_uconfig(state: &ProcessorState, first: u32, values: &[u32]) {
@@ -123,7 +146,7 @@ fn run_handlers(state: &mut ProcessorState, first: u32, values: &[u32]) {
 
 /// LOAD_UCONFIG/SH/CONFIG/CONTEXT_REG: (offset, count) ranges from a memory
 /// image of the register space.
-pub(crate) fn load_reg(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn load_reg(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let load = ctx.decode::<LoadRegisters>(p)?;
     let base_address = load.address;
     let (base, size) = space_of(p.opcode());
@@ -150,7 +173,7 @@ fn is_padding(offset: u32) -> bool {
 }
 
 /// LOAD_SH/UCONFIG/CONTEXT_REG_INDEX.
-pub(crate) fn load_reg_index(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn load_reg_index(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let load = ctx.decode::<LoadRegistersIndex>(p)?;
     let address = if load.index == 1 {
         ctx.state.bases.load_index.wrapping_add(u64::from(load.address_hi)) & crate::memory::ADDRESS_MASK
@@ -193,7 +216,7 @@ pub(crate) fn load_reg_index(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, 
     Ok(Flow::Continue)
 }
 
-pub(crate) fn context_reg_rmw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn context_reg_rmw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let ContextRegRmw { offset, mask, data } = ctx.decode(p)?;
     if offset < space::CONTEXT_SIZE {
         let register = space::CONTEXT + offset;
@@ -203,7 +226,7 @@ pub(crate) fn context_reg_rmw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow,
     Ok(Flow::Continue)
 }
 
-pub(crate) fn reg_rmw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn reg_rmw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let rmw = ctx.decode::<RegRmw>(p)?;
     let register = rmw.register;
     let and_mask = if rmw.and_from_register { ctx.read_register(rmw.and_mask & 0x3FFFF) } else { rmw.and_mask };
@@ -241,7 +264,7 @@ pub(crate) fn pop_context(state: &mut ProcessorState) {
 /// `registers/clear-state-gfx10.json`: 0 unless listed; registers outside
 /// the extents keep theirs), 1 pushes the context, 2 pops it, 3 pushes then
 /// clears.
-pub(crate) fn clear_state(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn clear_state(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let cmd = ctx.decode::<ClearState>(p)?.cmd;
     if cmd == 1 || cmd == 3 {
         push_context(ctx.state);
@@ -276,7 +299,7 @@ pub(crate) fn load_clear_state(state: &mut ProcessorState) {
 
 /// CONTEXT_CONTROL: register shadowing enables; every register already lives
 /// in the register file, so only the enables are kept.
-pub(crate) fn context_control(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn context_control(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let ContextControl { load, shadow } = ctx.decode(p)?;
     let (mut l, mut s) = ctx.state.context_control;
     if load & (1 << 31) != 0 {
@@ -291,7 +314,7 @@ pub(crate) fn context_control(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow,
 
 /// SET_QUEUE_REG (compute queues): values for the queue's own registers
 /// from dw0 [7:0] on, kept per processor (256 of them).
-pub(crate) fn set_queue_reg(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn set_queue_reg(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let set = ctx.decode::<SetQueueReg>(p)?;
     let regs = &mut ctx.state.queue_registers;
     if regs.len() != 256 {
@@ -306,7 +329,7 @@ pub(crate) fn set_queue_reg(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, P
 /// SET_CONTEXT_REG_INDIRECT (0x73, §2, §3.2): context register
 /// REG_OFFSET + i takes the dword at the patch table (SET_BASE index 0) +
 /// 4 × the i-th offset of the packet.
-pub(crate) fn set_context_reg_indirect(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn set_context_reg_indirect(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let s = ctx.decode::<SetContextRegIndirect>(p)?;
     let table = ctx.state.bases.patch_table;
     for (i, offset) in s.table_offsets.iter().enumerate() {
@@ -329,7 +352,7 @@ pub(crate) fn set_context_reg_indirect(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Res
 /// - INDEX 2: the register gets the dword at the SET_BASE index-5 base +
 ///   DATA_OFFSET (bytes);
 /// - INDEX 1: the pair gets the two dwords there.
-pub(crate) fn set_sh_reg_offset(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn set_sh_reg_offset(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let s = ctx.decode::<SetShRegOffset>(p)?;
     let values = match s.index {
         0 => {
@@ -342,7 +365,9 @@ pub(crate) fn set_sh_reg_offset(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flo
             let second = if s.index == 1 { ctx.read_u32(at.wrapping_add(4))? } else { 0 };
             [first, second]
         }
-        _ => return Err(ctx.body_err(BodyError::Invalid { opcode: p.opcode(), what: "INDEX 3 is reserved" })),
+        _ => {
+            return Err(Box::new(ctx.body_err(BodyError::Invalid { opcode: p.opcode(), what: "INDEX 3 is reserved" })))
+        }
     };
     let count = if s.index == 2 { 1 } else { 2 };
     write_run(ctx.state, space::SH, space::SH_SIZE, s.reg_offset, &values[..count]);

@@ -4,10 +4,10 @@
 
 use crate::packet::body::{MemSemaphore, PollTarget, Rewind, WaitRegMem};
 use crate::packet::Packet;
-use crate::processor::context::{Ctx, Flow};
-use crate::processor::{Pm4Error, SuspendReason};
+use crate::processor::context::{Ctx, Flow, HandlerResult};
+use crate::processor::SuspendReason;
 
-pub(crate) fn wait_reg_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn wait_reg_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let w = ctx.decode::<WaitRegMem>(p)?;
     // OPERATION 1 (write, wait, write): REFERENCE goes to the first register
     // before the second is polled.
@@ -38,7 +38,7 @@ pub(crate) fn wait_reg_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm
     if w.function.test(value & w.mask, w.reference) {
         Ok(Flow::Continue)
     } else {
-        Ok(Flow::Suspend(SuspendReason::WaitRegMem {
+        Ok(ctx.suspend(SuspendReason::WaitRegMem {
             target,
             function: w.function,
             reference: w.reference,
@@ -51,17 +51,17 @@ pub(crate) fn wait_reg_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm
 
 /// REWIND: wait until the producer sets VALID (bit 31) in the packet's own
 /// body dword, which the loop re-reads from memory on every resume.
-pub(crate) fn rewind(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn rewind(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     if ctx.decode::<Rewind>(p)?.valid {
         Ok(Flow::Continue)
     } else {
-        Ok(Flow::Suspend(SuspendReason::Rewind { address: ctx.location.address().wrapping_add(4) }))
+        Ok(ctx.suspend(SuspendReason::Rewind { address: ctx.location.address().wrapping_add(4) }))
     }
 }
 
 /// MEM_SEMAPHORE: signal increments (or sets to 1) the 64-bit semaphore;
 /// wait blocks while it is zero, then decrements it.
-pub(crate) fn mem_semaphore(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, Pm4Error> {
+pub(crate) fn mem_semaphore(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let s = ctx.decode::<MemSemaphore>(p)?;
     let value = ctx.read_u64(s.address)?;
     match s.sem_sel {
@@ -72,15 +72,15 @@ pub(crate) fn mem_semaphore(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Result<Flow, P
         }
         7 => {
             if value == 0 {
-                Ok(Flow::Suspend(SuspendReason::MemSemaphore { address: s.address }))
+                Ok(ctx.suspend(SuspendReason::MemSemaphore { address: s.address }))
             } else {
                 ctx.write_u64(s.address, value - 1)?;
                 Ok(Flow::Continue)
             }
         }
-        _ => Err(ctx.body_err(crate::packet::body::BodyError::Invalid {
+        _ => Err(Box::new(ctx.body_err(crate::packet::body::BodyError::Invalid {
             opcode: p.opcode(),
             what: "SEM_SEL is neither signal (6) nor wait (7)",
-        })),
+        }))),
     }
 }
