@@ -113,11 +113,7 @@ fn define(symbols: &mut Symbols, name: &str, label: Label, line: usize, col: usi
 
 fn outside_block(block: &Option<Block>, line: &Line, what: &'static str) -> Result<(), AsmError> {
     match block {
-        Some(b) => Err(err(
-            line.number,
-            line.col,
-            AsmErrorKind::InsideBlock { directive: what, opened_on: b.line },
-        )),
+        Some(b) => Err(err(line.number, line.col, AsmErrorKind::InsideBlock { directive: what, opened_on: b.line })),
         None => Ok(()),
     }
 }
@@ -327,10 +323,11 @@ pub(crate) fn emit(lines: &[Line], layout: &Layout) -> Result<Vec<u8>, AsmError>
                 let size_dw = match size {
                     Some(e) => ev(None).dword(e)?,
                     None => {
-                        let bytes =
-                            address.ident().and_then(|name| symbols.labels.get(name)).and_then(|l| l.size).ok_or_else(
-                                || err(n, address.col, AsmErrorKind::SubmitNeedsSize),
-                            )?;
+                        let bytes = address
+                            .ident()
+                            .and_then(|name| symbols.labels.get(name))
+                            .and_then(|l| l.size)
+                            .ok_or_else(|| err(n, address.col, AsmErrorKind::SubmitNeedsSize))?;
                         u32::try_from(bytes / 4).map_err(|_| err(n, address.col, AsmErrorKind::SubmissionTooLarge))?
                     }
                 };

@@ -169,9 +169,7 @@ impl<'a, 'e> Args<'a, 'e> {
 
     fn no_positional(&self) -> Result<(), AsmError> {
         match self.items.positional.first() {
-            Some(e) => {
-                Err(self.err(e.col, AsmErrorKind::FieldsAndDwords { mnemonic: self.mnemonic.to_owned() }))
-            }
+            Some(e) => Err(self.err(e.col, AsmErrorKind::FieldsAndDwords { mnemonic: self.mnemonic.to_owned() })),
             None => Ok(()),
         }
     }

@@ -365,9 +365,7 @@ impl Eval<'_> {
         match size {
             Some(s) => Ok(s),
             None if self.lenient => Ok(0),
-            None => {
-                Err(self.err(arg.col, AsmErrorKind::NoSize))
-            }
+            None => Err(self.err(arg.col, AsmErrorKind::NoSize)),
         }
     }
 

@@ -169,3 +169,19 @@ pub fn assemble_trace(source: &str) -> Result<crate::trace::Trace, AsmError> {
     let bytes = assemble(source)?;
     crate::trace::Trace::from_bytes(bytes).map_err(|e| AsmError::new(0, 0, AsmErrorKind::TraceDoesNotParse(e)))
 }
+
+/// Encodes one packet statement that names no labels or constants (`$` is
+/// 0), as it would assemble inside a `.mem` block of a `family` source:
+/// the disassembler checks its `--source` statements with it.
+pub(crate) fn encode_statement(family: crate::regs::db::GpuFamily, text: &str) -> Result<Vec<u32>, AsmError> {
+    let chars: Vec<char> = text.chars().collect();
+    let line = parse::parse_line(&chars, 1)?;
+    match line.and_then(|l| l.stmt) {
+        Some(parse::Stmt::Data(parse::Data::Op { mnemonic, items })) => {
+            let symbols = expr::Symbols::default();
+            let ev = expr::Eval { symbols: &symbols, family, here: Some(0), lenient: false, line: 1 };
+            encode::encode(&mnemonic, &items, &ev, 1)
+        }
+        _ => Err(AsmError::new(1, 1, AsmErrorKind::ExpectedStatement)),
+    }
+}

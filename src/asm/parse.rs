@@ -116,7 +116,7 @@ fn leading_word(chars: &[char], start: usize) -> (String, usize) {
     (chars.get(word_start..i).unwrap_or(&[]).iter().collect(), i)
 }
 
-fn parse_line(chars: &[char], number: usize) -> Result<Option<Line>, AsmError> {
+pub(crate) fn parse_line(chars: &[char], number: usize) -> Result<Option<Line>, AsmError> {
     // `.info` and `.note` take the rest of the line verbatim (no comments).
     let (word, after) = leading_word(chars, 0);
     let lower = word.to_ascii_lowercase();
@@ -228,8 +228,7 @@ fn directive(word: &str, cur: &mut Cursor<'_>, col: usize) -> Result<Stmt, AsmEr
         ".write" => Stmt::Write(take_one(exprs(cur, 1, ".write")?, line, col)?),
         ".ancillary" => {
             let bytes = string_operand(cur, ".ancillary")?;
-            let tag: [u8; 4] =
-                bytes.as_slice().try_into().map_err(|_| err(line, col, AsmErrorKind::AncillaryTag))?;
+            let tag: [u8; 4] = bytes.as_slice().try_into().map_err(|_| err(line, col, AsmErrorKind::AncillaryTag))?;
             Stmt::Ancillary(tag)
         }
         ".end" => Stmt::End,
