@@ -1,4 +1,4 @@
-//! NOP and the packets whose body the core does not use.
+//! NOP and the packets whose body layout the reference does not give.
 
 use super::{Body, BodyError, Words};
 use crate::packet::field::{BodyField, FieldValue as V};
@@ -54,9 +54,17 @@ impl<'a> Body<'a> for Nop<'a> {
     }
 }
 
-/// A packet whose body dwords the core does not use: PFP_SYNC_ME,
-/// PREAMBLE_CNTL, PRIME_UTCL2, SWITCH_BUFFER, FRAME_CONTROL,
-/// WAIT_FOR_WRITE_CONFIRM, WAIT_ON_CE_COUNTER, INCREMENT_DE_COUNTER.
+/// A packet whose body layout the reference does not give
+/// (WAIT_FOR_WRITE_CONFIRM): its dwords as they are, listed as `BODY`.
+///
+/// ```
+/// use pm4core::packet::body::{Body, Opaque};
+/// use pm4core::packet::Opcode;
+///
+/// let o = Opaque::decode_body(Opcode::WAIT_FOR_WRITE_CONFIRM, &[1, 2])?;
+/// assert_eq!(o.to_string(), "BODY=0x1,0x2");
+/// # Ok::<(), pm4core::packet::body::BodyError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Opaque<'a> {
     pub opcode: Opcode,
@@ -79,7 +87,7 @@ impl<'a> Body<'a> for Opaque<'a> {
     }
 
     fn fields(&self) -> Vec<BodyField<'a>> {
-        Vec::new()
+        vec![BodyField::new("BODY", V::HexList(self.dwords))]
     }
 }
 
