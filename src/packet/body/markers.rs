@@ -130,7 +130,9 @@ impl<'a> Body<'a> for WaitOnCeCounter {
 
     fn encode_body(&self, out: &mut Vec<u32>) {
         out.push(
-            put(self.cond_surface_sync.into(), 0, 0) | put(self.force_sync.into(), 1, 1) | put(self.volatile.into(), 27, 27),
+            put(self.cond_surface_sync.into(), 0, 0)
+                | put(self.force_sync.into(), 1, 1)
+                | put(self.volatile.into(), 27, 27),
         );
     }
 
