@@ -25,11 +25,28 @@ pub(crate) struct TextWriter<'o> {
     per_line: usize,
     family: GpuFamily,
     error: Option<io::Error>,
+    /// The body fields' allocation, reused from packet to packet.
+    scratch: Vec<BodyField<'static>>,
+}
+
+/// An empty vector of fields of another lifetime, in the same allocation
+/// (collecting from a vector's own iterator into elements of the same
+/// layout reuses its buffer).
+fn recycle<'x>(mut fields: Vec<BodyField<'_>>) -> Vec<BodyField<'x>> {
+    fields.clear();
+    fields.into_iter().filter_map(|_| None).collect()
 }
 
 impl<'o> TextWriter<'o> {
     pub(crate) fn new(out: &'o mut dyn io::Write, per_line: usize, family: GpuFamily) -> Self {
-        TextWriter { out, buf: Vec::with_capacity(FLUSH_AT + 4096), per_line: per_line.max(1), family, error: None }
+        TextWriter {
+            out,
+            buf: Vec::with_capacity(FLUSH_AT + 4096),
+            per_line: per_line.max(1),
+            family,
+            error: None,
+            scratch: Vec::with_capacity(32),
+        }
     }
 
     /// Hands the gathered bytes to the output when enough are gathered.
@@ -137,7 +154,7 @@ impl<'o> TextWriter<'o> {
         // Fields: register writes straight from the dwords, the rest from
         // the typed body's fields, written straight into the buffer.
         let mut registers: Option<(u32, &[u32])> = None;
-        let mut fields: Vec<BodyField<'_>> = Vec::new();
+        let mut fields: Vec<BodyField<'_>> = recycle(std::mem::take(&mut self.scratch));
         let mut decode_problem: Option<String> = None;
         if problem.is_none() {
             match header.packet_type() {
@@ -156,7 +173,7 @@ impl<'o> TextWriter<'o> {
                         Err(e) => decode_problem = Some(e.to_string()),
                     },
                     None => match AnyBody::decode(header.opcode(), body) {
-                        Ok(Some(decoded)) => fields = decoded.fields(),
+                        Ok(Some(decoded)) => decoded.fields_into(&mut fields),
                         Ok(None) => {}
                         Err(e) => decode_problem = Some(e.to_string()),
                     },
@@ -194,6 +211,7 @@ impl<'o> TextWriter<'o> {
         for f in &fields {
             self.detail_field(depth, f);
         }
+        self.scratch = recycle(fields);
         if let Some(problem) = problem.or(decode_problem.as_deref()) {
             self.detail_indent(depth);
             self.put(b"! ");

@@ -42,8 +42,8 @@ impl<'a> Body<'a> for DummyDword {
         out.push(self.dummy);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![BodyField::new("DUMMY_DATA", V::Hex(self.dummy.into()))]
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([BodyField::new("DUMMY_DATA", V::Hex(self.dummy.into()))])
     }
 }
 
@@ -81,7 +81,7 @@ impl<'a> Body<'a> for PreambleCntl {
         out.push(put(self.ib_offset, 0, 19) | put(self.command, 28, 31));
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
         let command = match self.command {
             0 => "preamble_begin",
             1 => "preamble_end",
@@ -89,10 +89,10 @@ impl<'a> Body<'a> for PreambleCntl {
             3 => "end_clear_state_init",
             _ => "reserved",
         };
-        vec![
+        out.extend([
             BodyField::new("COMMAND", V::Selector(self.command, command)),
             BodyField::new("IB_OFFSET", V::Dec(self.ib_offset.into())),
-        ]
+        ])
     }
 }
 
@@ -136,12 +136,12 @@ impl<'a> Body<'a> for WaitOnCeCounter {
         );
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("COND_SURFACE_SYNC", V::Flag(self.cond_surface_sync)),
             BodyField::new("FORCE_SYNC", V::Flag(self.force_sync)),
             BodyField::new("VOLATILE", V::Flag(self.volatile)),
-        ]
+        ])
     }
 }
 
@@ -197,14 +197,14 @@ impl<'a> Body<'a> for PrimeUtcl2 {
         ]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("CACHE_PERM", V::Dec(self.cache_perm.into())),
             BodyField::new("PRIME_MODE", V::Flag(self.prime_mode)),
             BodyField::new("ENGINE_SEL", V::Dec(self.engine_sel.into())),
             BodyField::new("ADDR", V::Hex(self.address)),
             BodyField::new("REQUESTED_PAGES", V::Dec(self.requested_pages.into())),
-        ]
+        ])
     }
 }
 
@@ -240,8 +240,8 @@ impl<'a> Body<'a> for FrameControl {
         out.push(put(self.tmz.into(), 0, 0) | put(self.command, 28, 31));
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![BodyField::new("TMZ", V::Flag(self.tmz)), BodyField::new("COMMAND", V::Dec(self.command.into()))]
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([BodyField::new("TMZ", V::Flag(self.tmz)), BodyField::new("COMMAND", V::Dec(self.command.into()))])
     }
 }
 

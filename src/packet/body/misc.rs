@@ -41,16 +41,14 @@ impl<'a> Body<'a> for Nop<'a> {
         out.extend_from_slice(self.payload);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        let mut f = Vec::with_capacity(2);
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
         if self.payload.is_empty() {
-            return f;
+            return;
         }
         if let Some(name) = self.payload.first().and_then(|&d| nop_convention(d)) {
-            f.push(BodyField::new("CONVENTION", V::Quoted(name)));
+            out.push(BodyField::new("CONVENTION", V::Quoted(name)));
         }
-        f.push(BodyField::new("PAYLOAD_DWORDS", V::Dec(self.payload.len() as u64)));
-        f
+        out.push(BodyField::new("PAYLOAD_DWORDS", V::Dec(self.payload.len() as u64)));
     }
 }
 
@@ -86,8 +84,8 @@ impl<'a> Body<'a> for Opaque<'a> {
         out.extend_from_slice(self.dwords);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![BodyField::new("BODY", V::HexList(self.dwords))]
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([BodyField::new("BODY", V::HexList(self.dwords))])
     }
 }
 

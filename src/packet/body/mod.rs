@@ -72,8 +72,16 @@ pub trait Body<'a>: Sized {
     /// Appends the body dwords.
     fn encode_body(&self, out: &mut Vec<u32>);
 
+    /// Appends the fields, in order, to `out` (which a caller may reuse
+    /// from packet to packet).
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>);
+
     /// The fields, in order.
-    fn fields(&self) -> Vec<BodyField<'a>>;
+    fn fields(&self) -> Vec<BodyField<'a>> {
+        let mut fields = Vec::new();
+        self.fields_into(&mut fields);
+        fields
+    }
 
     /// Decodes a packet's body.
     fn decode(p: &Packet<'a>) -> Result<Self, BodyError> {
@@ -396,6 +404,11 @@ macro_rules! any_body {
             /// The fields, in order.
             pub fn fields(&self) -> Vec<BodyField<'a>> {
                 match self { $(AnyBody::$variant(b) => b.fields(),)* }
+            }
+
+            /// Appends the fields, in order, to `out`.
+            pub fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+                match self { $(AnyBody::$variant(b) => b.fields_into(out),)* }
             }
         }
     };
