@@ -32,6 +32,8 @@ pub(crate) struct TextWriter<'o> {
 /// An empty vector of fields of another lifetime, in the same allocation
 /// (collecting from a vector's own iterator into elements of the same
 /// layout reuses its buffer).
+// `filter_map` (not `filter`) is what gives the elements the new lifetime.
+#[allow(clippy::unnecessary_filter_map)]
 fn recycle<'x>(mut fields: Vec<BodyField<'_>>) -> Vec<BodyField<'x>> {
     fields.clear();
     fields.into_iter().filter_map(|_| None).collect()
