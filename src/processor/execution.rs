@@ -144,13 +144,25 @@ pub struct Pm4Execution {
     pub suspended: Option<SuspendReason>,
     /// Packets executed or skipped in this submission (the work budget).
     pub packets: u64,
+    /// Counts every change of the stack or of a cursor made through these
+    /// methods (start, reset, push, chain, pop, `top_mut`): the loop
+    /// compares it around a handler to see whether the handler moved the
+    /// cursor, instead of comparing the stack.
+    moves: u64,
 }
 
 impl Pm4Execution {
     /// An idle execution allowing `max_depth` nested buffers.
     pub fn new(max_depth: usize) -> Self {
         let max_depth = max_depth.max(1);
-        Self { stack: Vec::new(), max_depth, predication: Predication::default(), suspended: None, packets: 0 }
+        Self {
+            stack: Vec::new(),
+            max_depth,
+            predication: Predication::default(),
+            suspended: None,
+            packets: 0,
+            moves: 0,
+        }
     }
 
     /// True when there is nothing left to run.
@@ -168,6 +180,7 @@ impl Pm4Execution {
         self.stack.push(Cursor::new(buffer, size_dw));
         self.suspended = None;
         self.packets = 0;
+        self.moves += 1;
     }
 
     /// Drops whatever is running.
@@ -175,6 +188,15 @@ impl Pm4Execution {
         self.stack.clear();
         self.suspended = None;
         self.packets = 0;
+        self.moves += 1;
+    }
+
+    /// How many times the stack or a cursor was changed through this
+    /// type's methods (see the field): equal before and after a handler
+    /// means the handler left the cursor where the loop put it.
+    #[inline]
+    pub(crate) fn moves(&self) -> u64 {
+        self.moves
     }
 
     /// The IB stack, outermost first.
@@ -201,6 +223,7 @@ impl Pm4Execution {
     /// The current cursor, mutably.
     #[inline]
     pub fn top_mut(&mut self) -> Option<&mut Cursor> {
+        self.moves += 1;
         self.stack.last_mut()
     }
 
@@ -217,6 +240,7 @@ impl Pm4Execution {
             return false;
         }
         self.stack.push(Cursor::new(buffer, size_dw));
+        self.moves += 1;
         true
     }
 
@@ -225,6 +249,7 @@ impl Pm4Execution {
         if let Some(top) = self.stack.last_mut() {
             *top = Cursor::new(buffer, size_dw);
         }
+        self.moves += 1;
     }
 
     /// Pops finished buffers; returns false when the stack is empty.
@@ -235,6 +260,7 @@ impl Pm4Execution {
                 return true;
             }
             self.stack.pop();
+            self.moves += 1;
         }
         false
     }

@@ -841,29 +841,32 @@ fn run_packets(
                 if end > words.len() || ran == left {
                     break ViewStop::Next;
                 }
-                ran += 1;
                 let opcode = (h >> 8) as u8;
                 let entry = usize::from(opcode);
 
-                // Register writers: stored here, with their register actions.
+                // Register writers and one-dword pads.
                 let run = register_runs[entry];
-                if run.size != 0 {
-                    let Some((first, values)) = words.get(at + 1..end).and_then(|body| body.split_first()) else {
-                        break ViewStop::MissingBody;
-                    };
-                    let offset_in_space = first & 0xFFFF;
-                    if !handlers::registers::write_run_in_page(ctx.state, run.base, run.size, offset_in_space, values) {
-                        handlers::registers::write_run(ctx.state, run.base, run.size, offset_in_space, values);
+                if run.size != 0 || (length == 1 && opcode == Opcode::NOP.0) {
+                    // Runs of them in a loop of their own, whose few
+                    // variables stay in registers.
+                    if !tally.report {
+                        let (packets, next) =
+                            register_run(words, at, left - ran, skip, register_runs, ctx.state, tally.by_opcode);
+                        if packets > 0 {
+                            ran += packets;
+                            at = next;
+                            continue;
+                        }
                     }
-                    tally.by_opcode[entry] += 1;
-                    if tally.report {
-                        report_packet(ctx.backend, ctx.state.queue, Header(h), location_at(buffer, size, offset, at));
+                    // One at a time: a backend that sees every packet, or a
+                    // writer with no body.
+                    ran += 1;
+                    if run.size != 0 {
+                        let Some((first, values)) = words.get(at + 1..end).and_then(|body| body.split_first()) else {
+                            break ViewStop::MissingBody;
+                        };
+                        handlers::registers::write_run(ctx.state, run.base, run.size, first & 0xFFFF, values);
                     }
-                    at = end;
-                    continue;
-                }
-                // The one-dword NOP pad has nothing to run.
-                if length == 1 && opcode == Opcode::NOP.0 {
                     tally.by_opcode[entry] += 1;
                     if tally.report {
                         report_packet(ctx.backend, ctx.state.queue, Header(h), location_at(buffer, size, offset, at));
@@ -874,6 +877,7 @@ fn run_packets(
 
                 // Everything else runs its handler; it counts as a packet
                 // run once its handler has run (not when it fails or waits).
+                ran += 1;
                 settle!();
                 tally.packets -= 1;
                 ctx.location = location_at(buffer, size, offset, at);
@@ -881,9 +885,9 @@ fn run_packets(
                 let packet =
                     Packet { header: Header(h), body: words.get(at + 1..end).unwrap_or(&[]), location: ctx.location };
                 // Advance before running: a call (INDIRECT_BUFFER) returns past it.
-                let next = ctx.location.offset_dw + length;
-                set_offset(ctx.exec, depth, next);
+                set_offset(ctx.exec, depth, ctx.location.offset_dw + length);
                 ctx.memory.begin_packet();
+                let moves = ctx.exec.moves();
                 let flow = match handlers[entry](&mut ctx, &packet) {
                     Ok(flow) => flow,
                     Err(e) => break ViewStop::Failed(e),
@@ -913,9 +917,7 @@ fn run_packets(
                 }
                 // Go on in this view unless the handler wrote the window's
                 // dwords or moved the cursor (a call, chain, skip or return).
-                let unmoved = ctx.exec.depth() == depth + 1
-                    && ctx.exec.top().is_some_and(|c| c.buffer == buffer && c.size_dw == size && c.offset_dw == next);
-                if stale || !unmoved {
+                if stale || ctx.exec.moves() != moves {
                     break ViewStop::Moved { stale };
                 }
                 skip = ctx.exec.predication.skip;
@@ -964,6 +966,57 @@ fn run_packets(
             set_offset(exec, depth, offset);
         }
     }
+}
+
+/// The loop's fast path: from `at` in `words` (a view of the window), runs
+/// packets while they are plain register writers (stored with their
+/// register actions, as the handler path stores them) or one-dword NOP
+/// pads, at most `limit` of them. Stops before anything else: another
+/// opcode, a type-0/1/2 header, a predicated packet while predication
+/// skips, a packet the view does not hold whole, a register writer with no
+/// body. Returns the packets run and where it stopped.
+#[inline(never)]
+fn register_run(
+    words: &[u32],
+    mut at: usize,
+    limit: u64,
+    predication_skips: bool,
+    runs: &[tables::RegisterRun; 256],
+    state: &mut ProcessorState,
+    by_opcode: &mut [u64; 256],
+) -> (u64, usize) {
+    let mut packets = 0u64;
+    while packets < limit {
+        let Some(&h) = words.get(at) else { break };
+        if h < 0xC000_0000 || (h & 1 != 0 && predication_skips) {
+            break;
+        }
+        let count = (h >> 16) & 0x3FFF;
+        let opcode = ((h >> 8) & 0xFF) as usize;
+        if count == 0x3FFF {
+            if opcode != usize::from(Opcode::NOP.0) {
+                break;
+            }
+            by_opcode[opcode] += 1;
+            at += 1;
+            packets += 1;
+            continue;
+        }
+        let run = runs[opcode];
+        if run.size == 0 {
+            break;
+        }
+        let end = at + count as usize + 2;
+        let Some((first, values)) = words.get(at + 1..end).and_then(|body| body.split_first()) else { break };
+        let offset = first & 0xFFFF;
+        if !handlers::registers::write_run_in_page(state, run.base, run.size, offset, values) {
+            handlers::registers::write_run(state, run.base, run.size, offset, values);
+        }
+        by_opcode[opcode] += 1;
+        at = end;
+        packets += 1;
+    }
+    (packets, at)
 }
 
 /// Where the packet `at` dwords into a view that starts `offset` dwords

@@ -404,46 +404,76 @@ const fn marks_of<const N: usize>(actions: &[RegisterAction; N]) -> RegisterMark
     marks
 }
 
-/// For each register of a [`RegisterMarks`] table, the last register of
-/// the run of equal words it starts (so a register run inside it has that
-/// one word as its OR, with no loop).
-const fn spans_of<const N: usize>(marks: &RegisterMarks<N>) -> [u16; N] {
-    let mut spans = [0u16; N];
-    let mut i = N;
-    while i > 0 {
-        i -= 1;
-        spans[i] = if i + 1 < N && marks[i + 1] == marks[i] { spans[i + 1] } else { i as u16 };
+/// Levels of a [`RangeMarks`] table: runs of up to 2^10 = 1024 registers.
+const RANGE_LEVELS: usize = 11;
+
+/// A [`RegisterMarks`] table as a sparse table for range ORs: level `k`,
+/// entry `i` is the OR of the words of registers `i..i + 2^k` (clamped to
+/// the table), so any run's OR is the OR of two entries, with no loop.
+type RangeMarks<const N: usize> = [[u32; N]; RANGE_LEVELS];
+
+const fn range_marks_of<const N: usize>(marks: &RegisterMarks<N>) -> RangeMarks<N> {
+    let mut t = [[0u32; N]; RANGE_LEVELS];
+    t[0] = *marks;
+    let mut k = 1;
+    while k < RANGE_LEVELS {
+        let half = 1usize << (k - 1);
+        let mut i = 0;
+        while i < N {
+            t[k][i] = if i + half < N { t[k - 1][i] | t[k - 1][i + half] } else { t[k - 1][i] };
+            i += 1;
+        }
+        k += 1;
     }
-    spans
+    t
 }
 
-static CONTEXT_REGISTER_MARKS: RegisterMarks<{ space::CONTEXT_SIZE as usize }> = marks_of(&context_table());
-static SH_REGISTER_MARKS: RegisterMarks<{ space::SH_SIZE as usize }> = marks_of(&sh_table());
+/// The OR of `table`'s words `start..start + count` (`None` past the table).
+#[inline]
+fn range_or<const N: usize>(table: &RangeMarks<N>, start: usize, count: usize) -> Option<u32> {
+    if count == 0 {
+        return Some(0);
+    }
+    let level = (usize::BITS - 1 - count.leading_zeros()) as usize;
+    let level_table = table.get(level)?;
+    let left = level_table.get(start)?;
+    let right = level_table.get(start + count - (1 << level))?;
+    Some(left | right)
+}
+
+static CONTEXT_REGISTER_MARKS: RangeMarks<{ space::CONTEXT_SIZE as usize }> =
+    range_marks_of(&marks_of(&context_table()));
+static SH_REGISTER_MARKS: RangeMarks<{ space::SH_SIZE as usize }> = range_marks_of(&marks_of(&sh_table()));
 static UCONFIG_REGISTER_MARKS: RegisterMarks<{ space::UCONFIG_SIZE as usize }> = marks_of(&uconfig_table());
-static CONTEXT_MARK_SPANS: [u16; space::CONTEXT_SIZE as usize] = spans_of(&marks_of(&context_table()));
-static SH_MARK_SPANS: [u16; space::SH_SIZE as usize] = spans_of(&marks_of(&sh_table()));
-static UCONFIG_MARK_SPANS: [u16; space::UCONFIG_SIZE as usize] = spans_of(&marks_of(&uconfig_table()));
 
 /// The OR of the action words (see [`CALLS_HANDLER`]) of `count`
 /// consecutive registers from `first` (absolute), clamped to the space
 /// `first` is in; 0 outside the three tables.
 #[inline]
 pub(crate) fn register_run_marks(first: u32, count: usize) -> u32 {
-    let (table, spans, base): (&'static [u32], &'static [u16], u32) = match first {
-        0x2C00..=0x2FFF => (&SH_REGISTER_MARKS, &SH_MARK_SPANS, space::SH),
-        0xA000..=0xA3FF => (&CONTEXT_REGISTER_MARKS, &CONTEXT_MARK_SPANS, space::CONTEXT),
-        0xC000..=0xFFFF => (&UCONFIG_REGISTER_MARKS, &UCONFIG_MARK_SPANS, space::UCONFIG),
-        _ => return 0,
-    };
-    let start = (first - base) as usize;
-    match (table.get(start), spans.get(start)) {
-        // The whole run inside one span of equal words (most runs).
-        (Some(&marks), Some(&span)) if start + count <= usize::from(span) + 1 => marks,
-        _ => {
-            let end = start.saturating_add(count).min(table.len());
-            table.get(start..end).unwrap_or(&[]).iter().fold(0, |acc, m| acc | m)
+    let clamp = |start: usize, size: u32| count.min((size as usize).saturating_sub(start));
+    let marks = match first {
+        0x2C00..=0x2FFF => {
+            let start = (first - space::SH) as usize;
+            range_or(&SH_REGISTER_MARKS, start, clamp(start, space::SH_SIZE))
         }
-    }
+        0xA000..=0xA3FF => {
+            let start = (first - space::CONTEXT) as usize;
+            range_or(&CONTEXT_REGISTER_MARKS, start, clamp(start, space::CONTEXT_SIZE))
+        }
+        // Three UCONFIG registers have actions: runs there are short.
+        0xC000..=0xFFFF => {
+            let start = (first - space::UCONFIG) as usize;
+            if count == 1 {
+                UCONFIG_REGISTER_MARKS.get(start).copied()
+            } else {
+                let end = start.saturating_add(count).min(UCONFIG_REGISTER_MARKS.len());
+                Some(UCONFIG_REGISTER_MARKS.get(start..end).unwrap_or(&[]).iter().fold(0, |acc, m| acc | m))
+            }
+        }
+        _ => None,
+    };
+    marks.unwrap_or(0)
 }
 
 /// True when writing `register` (absolute) does more than store the value:

@@ -21,12 +21,18 @@ use crate::processor::context::{Ctx, Flow, HandlerResult};
 use crate::processor::{state_group, Pm4Error};
 use crate::regs::{gfx103 as r, space};
 
-/// Re-resolves the programs of the active graphics stages when needed.
+/// Re-resolves the programs of the active graphics stages when needed
+/// (the check inline at every draw; the work out of line).
+#[inline(always)]
 pub(crate) fn refresh_programs(ctx: &mut Ctx<'_>) {
     let generation = ctx.shaders.generation();
-    if ctx.state.dirty & state_group::PROGRAMS == 0 && generation == ctx.state.programs_generation {
-        return;
+    if ctx.state.dirty & state_group::PROGRAMS != 0 || generation != ctx.state.programs_generation {
+        resolve_programs(ctx, generation);
     }
+}
+
+#[inline(never)]
+fn resolve_programs(ctx: &mut Ctx<'_>, generation: u64) {
     let stages = ctx.state.regs.get(r::VGT_SHADER_STAGES_EN);
     let ls_en = stages & 3 != 0;
     let hs_en = stages & (1 << 2) != 0;
