@@ -471,11 +471,15 @@ impl Region {
         (first..=last).filter(|page| !self.pages.contains_key(page)).count() as u64
     }
 
-    fn write(&mut self, mut offset: u64, mut data: &[u8]) {
-        while !data.is_empty() {
+    /// Writes `len` bytes from `offset` page by page, in place: `source(done,
+    /// out)` fills `out` with the bytes from `done` bytes into the write on.
+    fn write_with(&mut self, mut offset: u64, len: u64, source: &mut dyn FnMut(usize, &mut [u8])) {
+        let mut done = 0usize;
+        let len = usize::try_from(len).unwrap_or(usize::MAX);
+        while done < len {
             let page = offset / PAGE_SIZE as u64;
             let in_page = (offset % PAGE_SIZE as u64) as usize;
-            let n = data.len().min(PAGE_SIZE - in_page);
+            let n = (len - done).min(PAGE_SIZE - in_page);
             if !self.pages.contains_key(&page) {
                 let mut fresh = Box::new([0u8; PAGE_SIZE]);
                 let page_start = page * PAGE_SIZE as u64;
@@ -484,9 +488,9 @@ impl Region {
                 self.pages.insert(page, fresh);
             }
             if let Some(p) = self.pages.get_mut(&page) {
-                p[in_page..in_page + n].copy_from_slice(&data[..n]);
+                source(done, &mut p[in_page..in_page + n]);
             }
-            data = &data[n..];
+            done += n;
             offset += n as u64;
         }
     }
@@ -600,7 +604,17 @@ impl Regions {
     }
 
     fn write(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryError> {
-        let len = data.len() as u64;
+        self.write_with(address, data.len() as u64, &mut |done, out| {
+            if let Some(src) = data.get(done..done + out.len()) {
+                out.copy_from_slice(src);
+            }
+        })
+    }
+
+    /// Writes `len` bytes at `address` in place, page by page:
+    /// `source(done, out)` gives the bytes from `done` bytes into the write
+    /// on. Charged and checked like any write before a byte lands.
+    fn write_with(&mut self, address: u64, len: u64, source: &mut dyn FnMut(usize, &mut [u8])) -> Result<(), MemoryError> {
         if let Some(index) = self.region_index(address) {
             let end = check_range(address, len)?;
             let region = &self.list[index];
@@ -610,7 +624,7 @@ impl Regions {
                 self.charge_bytes(address, len)?;
                 self.charge_pages(new_pages, address, len)?;
                 self.bytes_written = self.bytes_written.saturating_add(len);
-                self.list[index].write(offset, data);
+                self.list[index].write_with(offset, len, source);
                 return Ok(());
             }
         }
@@ -620,8 +634,8 @@ impl Regions {
         self.charge_pages(new_pages, address, len)?;
         self.bytes_written = self.bytes_written.saturating_add(len);
         for &(index, offset, at, n) in pieces.iter() {
-            let (at, n) = (at as usize, n as usize);
-            self.list[index].write(offset, &data[at..at + n]);
+            let at = at as usize;
+            self.list[index].write_with(offset, n, &mut |done, out| source(at + done, out));
         }
         Ok(())
     }
@@ -862,16 +876,18 @@ impl GuestMemory for SparseMemory {
         if regions.pieces(address, len).is_err() {
             return Err(MemoryError::Unmapped { address, len });
         }
-        let mut chunk = [0u8; 256];
-        for (i, byte) in chunk.iter_mut().enumerate() {
+        // The pattern over a page and three bytes more: any page's piece of
+        // the fill is one slice of it, from the fill's phase in the pattern.
+        let mut repeated = [0u8; PAGE_SIZE + 3];
+        for (i, byte) in repeated.iter_mut().enumerate() {
             *byte = pattern.to_le_bytes()[i % 4];
         }
-        let mut done = 0u64;
-        while done < len {
-            let n = (len - done).min(chunk.len() as u64) as usize;
-            regions.write(address + done, &chunk[..n])?;
-            done += n as u64;
-        }
+        regions.write_with(address, len, &mut |done, out| {
+            let phase = done % 4;
+            if let Some(src) = repeated.get(phase..phase + out.len()) {
+                out.copy_from_slice(src);
+            }
+        })?;
         drop(regions);
         self.wrote();
         Ok(())
