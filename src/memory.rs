@@ -878,10 +878,8 @@ impl GuestMemory for SparseMemory {
         }
         // The pattern over a page and three bytes more: any page's piece of
         // the fill is one slice of it, from the fill's phase in the pattern.
-        let mut repeated = [0u8; PAGE_SIZE + 3];
-        for (i, byte) in repeated.iter_mut().enumerate() {
-            *byte = pattern.to_le_bytes()[i % 4];
-        }
+        let words = [u32::from_ne_bytes(pattern.to_le_bytes()); PAGE_SIZE / 4 + 1];
+        let repeated: &[u8] = bytemuck::cast_slice(&words);
         regions.write_with(address, len, &mut |done, out| {
             let phase = done % 4;
             if let Some(src) = repeated.get(phase..phase + out.len()) {
