@@ -916,6 +916,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_fill_keeps_its_pattern_phase_across_pages_and_regions() {
+        // Two adjacent regions; the fill starts 2 bytes into a dword, 6
+        // bytes before a page end, and runs into the second region.
+        let m = SparseMemory::new();
+        m.map_zeroed(0x1000, 0x2000).unwrap();
+        m.map_zeroed(0x3000, 0x1000).unwrap();
+        let (start, len) = (0x2FFA_u64, 0x10_u64);
+        m.fill(start, len, 0x4433_2211).unwrap();
+        let mut got = [0u8; 0x14];
+        m.read_bytes(start - 2, &mut got).unwrap();
+        let mut want = [0u8; 0x14];
+        for (i, b) in want[2..2 + len as usize].iter_mut().enumerate() {
+            *b = [0x11, 0x22, 0x33, 0x44][i % 4];
+        }
+        assert_eq!(got, want);
+        // A fill longer than a page, at an odd offset.
+        m.fill(0x1001, 0x1800, 0xA1B2_C3D4).unwrap();
+        let mut page = vec![0u8; 0x1802];
+        m.read_bytes(0x1000, &mut page).unwrap();
+        assert_eq!(page[0], 0);
+        assert_eq!(page[0x1801], 0);
+        for (i, b) in page[1..0x1801].iter().enumerate() {
+            assert_eq!(*b, [0xD4, 0xC3, 0xB2, 0xA1][i % 4], "byte {i}");
+        }
+    }
+
+    #[test]
     fn zero_region_reads_zero_and_pages_on_write() {
         let m = SparseMemory::new();
         m.map_zeroed(0x1000, 0x10000).unwrap();
