@@ -356,8 +356,13 @@ impl Sched {
 
     /// The first runnable queue at or after the round-robin cursor.
     pub(crate) fn pick(&self) -> Option<usize> {
-        let n = self.queues.len();
-        (0..n).map(|i| (self.cursor + i) % n).find(|&q| self.queues.get(q).is_some_and(QueueSlot::runnable))
+        // From the cursor to the end, then from the start: no division per
+        // queue looked at.
+        let (before, after) = self.queues.split_at(self.cursor.min(self.queues.len()));
+        match after.iter().position(QueueSlot::runnable) {
+            Some(i) => Some(before.len() + i),
+            None => before.iter().position(QueueSlot::runnable),
+        }
     }
 
     fn has_work(&self) -> bool {
