@@ -441,9 +441,35 @@ fn range_or<const N: usize>(table: &RangeMarks<N>, start: usize, count: usize) -
     Some(left | right)
 }
 
+/// For each register of a [`RegisterMarks`] table, the last register of
+/// the run of equal words it starts: a register run inside it has that one
+/// word as its OR (most runs: user data, a viewport, a render target).
+const fn spans_of<const N: usize>(marks: &RegisterMarks<N>) -> [u16; N] {
+    let mut spans = [0u16; N];
+    let mut i = N;
+    while i > 0 {
+        i -= 1;
+        spans[i] = if i + 1 < N && marks[i + 1] == marks[i] { spans[i + 1] } else { i as u16 };
+    }
+    spans
+}
+
+/// The OR of the words of `count` registers from `start` of a table: one
+/// lookup when the run lies in one span of equal words, two in the sparse
+/// table otherwise.
+#[inline]
+fn run_marks<const N: usize>(ranges: &RangeMarks<N>, spans: &[u16; N], start: usize, count: usize) -> Option<u32> {
+    match (ranges.first().and_then(|marks| marks.get(start)), spans.get(start)) {
+        (Some(&marks), Some(&span)) if start + count <= usize::from(span) + 1 => Some(marks),
+        _ => range_or(ranges, start, count),
+    }
+}
+
 static CONTEXT_REGISTER_MARKS: RangeMarks<{ space::CONTEXT_SIZE as usize }> =
     range_marks_of(&marks_of(&context_table()));
 static SH_REGISTER_MARKS: RangeMarks<{ space::SH_SIZE as usize }> = range_marks_of(&marks_of(&sh_table()));
+static CONTEXT_MARK_SPANS: [u16; space::CONTEXT_SIZE as usize] = spans_of(&marks_of(&context_table()));
+static SH_MARK_SPANS: [u16; space::SH_SIZE as usize] = spans_of(&marks_of(&sh_table()));
 static UCONFIG_REGISTER_MARKS: RegisterMarks<{ space::UCONFIG_SIZE as usize }> = marks_of(&uconfig_table());
 
 /// The OR of the action words (see [`CALLS_HANDLER`]) of `count`
@@ -455,11 +481,11 @@ pub(crate) fn register_run_marks(first: u32, count: usize) -> u32 {
     let marks = match first {
         0x2C00..=0x2FFF => {
             let start = (first - space::SH) as usize;
-            range_or(&SH_REGISTER_MARKS, start, clamp(start, space::SH_SIZE))
+            run_marks(&SH_REGISTER_MARKS, &SH_MARK_SPANS, start, clamp(start, space::SH_SIZE))
         }
         0xA000..=0xA3FF => {
             let start = (first - space::CONTEXT) as usize;
-            range_or(&CONTEXT_REGISTER_MARKS, start, clamp(start, space::CONTEXT_SIZE))
+            run_marks(&CONTEXT_REGISTER_MARKS, &CONTEXT_MARK_SPANS, start, clamp(start, space::CONTEXT_SIZE))
         }
         // Three UCONFIG registers have actions: runs there are short.
         0xC000..=0xFFFF => {
