@@ -132,9 +132,16 @@ static ZERO_PAGE: [u32; REGISTER_PAGE] = [0; REGISTER_PAGE];
 /// (0..0x10000). Stored in 256-register pages allocated on first write, so
 /// a queue pays only for the register ranges it uses; unwritten registers
 /// read as 0.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct RegisterFile {
-    pages: Vec<Option<Box<[u32; REGISTER_PAGE]>>>,
+    /// The page table, inline: a register is one load from its page.
+    pages: [Option<Box<[u32; REGISTER_PAGE]>>; PAGES],
+}
+
+impl Default for RegisterFile {
+    fn default() -> Self {
+        Self { pages: [const { None }; PAGES] }
+    }
 }
 
 impl std::fmt::Debug for RegisterFile {
@@ -172,16 +179,10 @@ impl RegisterFile {
         }
     }
 
-    /// A page's first write: the page table and the page are allocated.
+    /// A page's first write: the page is allocated.
     #[cold]
     #[inline(never)]
     fn first_page_use(&mut self, page: usize) -> Option<&mut [u32; REGISTER_PAGE]> {
-        if page >= PAGES {
-            return None;
-        }
-        if self.pages.is_empty() {
-            self.pages.resize_with(PAGES, || None);
-        }
         let slot = self.pages.get_mut(page)?;
         Some(slot.get_or_insert_with(|| Box::new([0; REGISTER_PAGE])))
     }
@@ -267,7 +268,7 @@ impl RegisterFile {
 
     /// Bytes of register pages allocated.
     pub fn allocated_bytes(&self) -> usize {
-        self.pages.iter().flatten().count() * REGISTER_PAGE * 4 + self.pages.capacity() * 8
+        self.pages.iter().flatten().count() * REGISTER_PAGE * 4 + std::mem::size_of_val(&self.pages)
     }
 
     /// Views for what a renderer reads.
