@@ -614,7 +614,12 @@ impl Regions {
     /// Writes `len` bytes at `address` in place, page by page:
     /// `source(done, out)` gives the bytes from `done` bytes into the write
     /// on. Charged and checked like any write before a byte lands.
-    fn write_with(&mut self, address: u64, len: u64, source: &mut dyn FnMut(usize, &mut [u8])) -> Result<(), MemoryError> {
+    fn write_with(
+        &mut self,
+        address: u64,
+        len: u64,
+        source: &mut dyn FnMut(usize, &mut [u8]),
+    ) -> Result<(), MemoryError> {
         if let Some(index) = self.region_index(address) {
             let end = check_range(address, len)?;
             let region = &self.list[index];
@@ -880,12 +885,23 @@ impl GuestMemory for SparseMemory {
         // the fill is one slice of it, from the fill's phase in the pattern.
         let words = [u32::from_ne_bytes(pattern.to_le_bytes()); PAGE_SIZE / 4 + 1];
         let repeated: &[u8] = bytemuck::cast_slice(&words);
-        regions.write_with(address, len, &mut |done, out| {
+        let mut source = |done: usize, out: &mut [u8]| {
             let phase = done % 4;
             if let Some(src) = repeated.get(phase..phase + out.len()) {
                 out.copy_from_slice(src);
             }
-        })?;
+        };
+        // The whole fill in place when it fits the write budget and the
+        // written-memory cap (a refused write lands nothing); otherwise in
+        // 256-byte writes, so the refusal names the first write past them.
+        if regions.write_with(address, len, &mut source).is_err() {
+            let mut done = 0u64;
+            while done < len {
+                let n = (len - done).min(256);
+                regions.write_with(address + done, n, &mut |at, out| source(done as usize + at, out))?;
+                done += n;
+            }
+        }
         drop(regions);
         self.wrote();
         Ok(())
