@@ -62,21 +62,9 @@ fn round_trip(trace: &Trace, name: &str) -> String {
     source
 }
 
-/// The opcodes the assembler has a key=value form for.
-const FIELD_FORMS: [&str; 12] = [
-    "WAIT_REG_MEM",
-    "WAIT_REG_MEM64",
-    "WRITE_DATA",
-    "RELEASE_MEM",
-    "EVENT_WRITE",
-    "INDIRECT_BUFFER",
-    "INDIRECT_BUFFER_CONST",
-    "COPY_DATA",
-    "DMA_DATA",
-    "ACQUIRE_MEM",
-    "DISPATCH_DIRECT",
-    "DRAW_INDEX_AUTO",
-];
+#[path = "support/field_forms.rs"]
+mod field_forms;
+use field_forms::FIELD_FORMS;
 
 /// The repository's radv traces (part of the repository: missing is a failure).
 fn trace_dir() -> PathBuf {

@@ -2,37 +2,16 @@
 //! allocator watches the listing of one stream and of the same stream four
 //! times over; the longer listing makes no more allocations.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use pm4core::disasm::{DisasmOptions, Disassembler};
 use pm4core::packet::builder::CommandBuffer;
 use pm4core::packet::{Opcode, NOP_PAD};
 use pm4core::regs::gfx103 as r;
 
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    // SAFETY: forwards to the system allocator unchanged; only counts.
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    // SAFETY: forwards to the system allocator unchanged.
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    // SAFETY: forwards to the system allocator unchanged; only counts.
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: counting_alloc::Counting = counting_alloc::Counting;
 
 /// Register writes and the body types a driver stream has most of.
 fn frame() -> CommandBuffer {
@@ -62,9 +41,9 @@ fn frame() -> CommandBuffer {
 fn allocations_to_list(bytes: &[u8]) -> u64 {
     let dis = Disassembler::for_raw(bytes, 0x1000, DisasmOptions::default()).unwrap();
     let mut out = std::io::sink();
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = counting_alloc::allocations();
     let summary = dis.write_text(&mut out).unwrap();
-    let after = ALLOCATIONS.load(Ordering::Relaxed);
+    let after = counting_alloc::allocations();
     assert!(summary.packets > 1000, "{} packets", summary.packets);
     after - before
 }

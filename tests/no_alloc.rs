@@ -4,9 +4,6 @@
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use common::{Cmd, SCRATCH};
 use pm4core::backend::{NullBackend, QueueId};
 use pm4core::memory::SparseMemory;
@@ -15,29 +12,11 @@ use pm4core::processor::{Env, ProcessStatus, Processor};
 use pm4core::regs::gfx103 as r;
 use pm4core::shader::ShaderRegistry;
 
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    // SAFETY: forwards to the system allocator unchanged; only counts.
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    // SAFETY: forwards to the system allocator unchanged.
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    // SAFETY: forwards to the system allocator unchanged; only counts.
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: counting_alloc::Counting = counting_alloc::Counting;
 
 fn frame() -> Cmd {
     let mut cmd = Cmd::new();
@@ -77,10 +56,10 @@ fn the_processor_loop_does_not_allocate_per_packet() {
     // Warm-up run: touches every copy-on-write page the stream writes.
     for round in 0..2 {
         processor.submit(0x1000, cmd.len()).unwrap();
-        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        let before = counting_alloc::allocations();
         let mut env = Env { memory: &mut memory, backend: &mut backend, shaders: &mut shaders };
         assert_eq!(processor.process(&mut env), Ok(ProcessStatus::Completed));
-        let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
+        let allocations = counting_alloc::allocations() - before;
         if round == 1 {
             assert_eq!(allocations, 0, "allocations during a {}-packet run", processor.stats().packets / 2);
         }

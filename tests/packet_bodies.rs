@@ -29,24 +29,12 @@ fn radv_traces() -> Vec<PathBuf> {
     traces
 }
 
+#[path = "support/field_forms.rs"]
+mod field_forms;
+use field_forms::FIELD_FORMS;
+
 /// The disassembly line of a packet record: its name, header flags and
 /// every field as `NAME=value` (register writes by register name).
-/// The opcodes the assembler has a key=value form for.
-const FIELD_FORMS: [&str; 12] = [
-    "WAIT_REG_MEM",
-    "WAIT_REG_MEM64",
-    "WRITE_DATA",
-    "RELEASE_MEM",
-    "EVENT_WRITE",
-    "INDIRECT_BUFFER",
-    "INDIRECT_BUFFER_CONST",
-    "COPY_DATA",
-    "DMA_DATA",
-    "ACQUIRE_MEM",
-    "DISPATCH_DIRECT",
-    "DRAW_INDEX_AUTO",
-];
-
 fn line_of(p: &PacketRecord) -> String {
     let mut line = p.opcode.clone();
     if p.predicate {
