@@ -384,3 +384,120 @@ fn stress_threads_submit_and_cpu_write_labels_concurrently() {
     assert_eq!(stats.completed, THREADS * ROUNDS * 2);
     assert_eq!(fences.lock().len() as u64, THREADS * ROUNDS);
 }
+
+/// What one queue's own backend saw: (the queue it was made for, the
+/// queue of the call, the call).
+type Seen = Arc<parking_lot::Mutex<Vec<(QueueId, QueueId, String)>>>;
+
+/// One queue's recorder, made by [`PerQueue`].
+struct QueueRecorder {
+    queue: QueueId,
+    seen: Seen,
+}
+
+impl Backend for QueueRecorder {
+    fn dispatch(&mut self, d: &Dispatch<'_>) {
+        self.seen.lock().push((self.queue, d.queue, format!("dispatch {}", d.dims[0])));
+    }
+    fn fence(&mut self, f: &Fence) {
+        self.seen.lock().push((self.queue, f.queue, format!("fence {}", f.data)));
+    }
+}
+
+/// A renderer giving each queue its own recorder; it never sees a call
+/// itself.
+#[derive(Default)]
+struct PerQueue {
+    asked: Vec<QueueId>,
+    seen: Seen,
+    own_calls: u64,
+}
+
+impl Backend for PerQueue {
+    fn queue_backend(&mut self, queue: QueueId) -> Option<Box<dyn Backend + Send>> {
+        self.asked.push(queue);
+        Some(Box::new(QueueRecorder { queue, seen: Arc::clone(&self.seen) }))
+    }
+    fn dispatch(&mut self, _: &Dispatch<'_>) {
+        self.own_calls += 1;
+    }
+    fn fence(&mut self, _: &Fence) {
+        self.own_calls += 1;
+    }
+}
+
+#[test]
+fn each_queue_calls_its_own_backend_and_interrupts_still_reach_the_host() {
+    for threaded in [false, true] {
+        let mut ram = Ram::new();
+        let queues = [QueueId::GRAPHICS, comp(0, 0), comp(3, 1)];
+        let buffers: Vec<_> = queues
+            .iter()
+            .enumerate()
+            .map(|(n, _)| {
+                let mut c = Vec::new();
+                for dims in 1..=3 {
+                    pkt3(&mut c, Opcode::DISPATCH_DIRECT, &[10 * n as u32 + dims, 1, 1, 1]);
+                }
+                release(&mut c, LABELS + 8 * n as u64, n as u32 + 100);
+                ram.buffer(&c)
+            })
+            .collect();
+        let config = GpuConfig { workers: 2, slice_packets: 2, ..GpuConfig::default() };
+        let gpu = if threaded {
+            Gpu::threaded(Arc::clone(&ram.ram), PerQueue::default(), config).unwrap()
+        } else {
+            Gpu::deterministic(Arc::clone(&ram.ram), PerQueue::default(), config)
+        };
+        let handles: Vec<_> = queues.iter().zip(&buffers).map(|(&q, b)| gpu.submit(q, b.0, b.1).unwrap()).collect();
+        gpu.run_until_idle().unwrap();
+        for h in handles {
+            assert_eq!(h.wait().unwrap().dispatches, 3);
+        }
+        for (n, &queue) in queues.iter().enumerate() {
+            let interrupt = gpu.wait_interrupt(queue, std::time::Duration::from_secs(10)).unwrap().unwrap();
+            assert_eq!((interrupt.fence.queue, interrupt.fence.data), (queue, n as u64 + 100));
+        }
+        let parts = gpu.into_parts().unwrap();
+        let mut asked = parts.backend.asked.clone();
+        asked.sort();
+        assert_eq!(asked, queues, "asked once per queue that ran");
+        assert_eq!(parts.backend.own_calls, 0);
+        let seen = parts.backend.seen.lock().clone();
+        for (n, &queue) in queues.iter().enumerate() {
+            let calls: Vec<String> = seen
+                .iter()
+                .filter(|(made_for, _, _)| *made_for == queue)
+                .map(|(_, q, c)| {
+                    assert_eq!(*q, queue);
+                    c.clone()
+                })
+                .collect();
+            let base = 10 * n;
+            let expected = [
+                format!("dispatch {}", base + 1),
+                format!("dispatch {}", base + 2),
+                format!("dispatch {}", base + 3),
+                format!("fence {}", n + 100),
+            ];
+            assert_eq!(calls, expected, "threaded: {threaded}");
+        }
+    }
+}
+
+#[test]
+fn a_stall_reads_stall_and_a_declared_deadlock_reads_deadlock() {
+    let mut ram = Ram::new();
+    let mut c = Vec::new();
+    wait_eq(&mut c, LABELS, 1);
+    let c = ram.buffer(&c);
+    let gpu = Gpu::threaded(Arc::clone(&ram.ram), NullBackend, GpuConfig::default()).unwrap();
+    let h = gpu.submit(comp(1, 0), c.0, c.1).unwrap();
+    let RunStatus::Stalled(report) = gpu.run_until_stalled().unwrap() else { panic!("not stalled") };
+    let first = "1 queue waits and no host write is pending";
+    assert_eq!(report.to_string().lines().next().unwrap(), format!("stall: {first}"));
+    assert_eq!(gpu.declare_deadlock(), Some(report.clone()));
+    let error = h.wait().unwrap_err();
+    assert_eq!(error, GpuError::Deadlock(report));
+    assert_eq!(error.to_string().lines().next().unwrap(), format!("deadlock: {first}"));
+}

@@ -24,7 +24,7 @@ use crate::shader::ShaderRegistry;
 
 use super::error::{GpuError, QueueStall, StallReport};
 use super::handle::{Slot, SubmissionId, SubmissionReport};
-use super::tap::{SharedBackend, Tap, Tracked, WriteLog};
+use super::tap::{QueueBackend, SliceBackend, Tap, Tracked, WriteLog};
 use super::watch::{RecentWrites, Watch, WatchIndex};
 use super::{GpuStats, QueueStatus, RunStatus};
 
@@ -187,6 +187,9 @@ impl LazyProcessor {
 
 pub(crate) struct QueueSlot {
     pub(crate) processor: LazyProcessor,
+    /// Where the queue's backend calls go (out with the processor while a
+    /// slice runs).
+    backend: QueueBackend,
     fifo: VecDeque<PendingSubmission>,
     running: Option<Running>,
     /// Set while suspended and not yet woken.
@@ -214,6 +217,7 @@ impl QueueSlot {
 pub(crate) struct Ticket {
     queue: usize,
     processor: Box<Processor>,
+    backend: QueueBackend,
     submission: SubmissionId,
     span: Span,
     /// [`RecentWrites::seq`] when the slice began.
@@ -300,6 +304,7 @@ impl Sched {
                         inner: None,
                         out: false,
                     },
+                    backend: QueueBackend::Unasked,
                     fifo: VecDeque::new(),
                     running: None,
                     wait: None,
@@ -650,6 +655,7 @@ impl Sched {
             counts,
             queue,
             processor,
+            backend: std::mem::take(&mut q.backend),
             submission: running.sub.id,
             span: running.span.clone(),
             seen: self.recent.seq(),
@@ -662,8 +668,11 @@ impl Sched {
     /// the submission, and wakes the queues whose watched bytes the slice
     /// wrote. Returns how many queues woke.
     pub(crate) fn end_slice(&mut self, ticket: Ticket, result: SliceResult, log: &WriteLog) -> usize {
-        let Ticket { queue, mut processor, submission, span, seen, uconfig_seen, counts, .. } = ticket;
+        let Ticket { queue, mut processor, backend, submission, span, seen, uconfig_seen, counts, .. } = ticket;
         self.in_flight = self.in_flight.saturating_sub(1);
+        if let Some(q) = self.queues.get_mut(queue) {
+            q.backend = backend;
+        }
         self.stats.packets += processor.stats().packets.wrapping_sub(counts.0);
         self.stats.dwords += processor.stats().dwords.wrapping_sub(counts.1);
         let id = processor.queue();
@@ -757,12 +766,16 @@ pub(crate) fn run_slice<M: GuestMemory, B: Backend>(
     log.clear();
     let _entered = ticket.span.enter();
     let tracked = Tracked::new(&parts.memory, log);
-    let mut backend = SharedBackend { tap: &parts.backend, submission: ticket.submission };
-    let processor = &mut ticket.processor;
-    let packets = ticket.slice_packets;
+    let Ticket { processor, backend: queue_backend, submission, slice_packets, .. } = ticket;
     let result = catch_unwind(AssertUnwindSafe(|| {
+        queue_backend.settle(&parts.backend, processor.queue());
+        let own = match queue_backend {
+            QueueBackend::Own(own) => Some(&mut **own),
+            _ => None,
+        };
+        let mut backend = SliceBackend { tap: &parts.backend, own, submission: *submission };
         let mut env = Env { memory: &tracked, backend: &mut backend, shaders: &parts.shaders };
-        processor.process_slice(&mut env, packets)
+        processor.process_slice(&mut env, *slice_packets)
     }));
     match result {
         Ok(Ok(status)) => Ok(status),

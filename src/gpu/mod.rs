@@ -92,14 +92,21 @@
 //! [`Gpu::run_until_idle`] returns [`GpuError::Deadlock`] with the report
 //! (nothing is cancelled; a host write and another run may resolve it).
 //!
-//! **Backend threading contract.** The backend `B` is `Send` and shared: the
-//! GPU keeps it behind one lock taken for each call only. Calls for one
-//! queue come from whichever worker runs that queue's slice, in that queue's
-//! packet order; calls for different queues interleave (threaded mode) and
-//! never overlap. A backend that wants per-queue state keys it by the
-//! `QueueId` every call carries. A panic in a backend call is caught at the
-//! worker boundary: that submission fails with [`GpuError::BackendPanicked`]
-//! and the queue goes on.
+//! **Backend threading contract.** The GPU owns one backend `B: Send`. At
+//! each queue's first slice it asks `B` for that queue's own backend
+//! ([`Backend::queue_backend`]): the choice is *one backend per queue from a
+//! factory*. A queue with its own backend (a renderer's per-queue command
+//! recorder; [`NullBackend`](crate::backend::NullBackend)) has every call of
+//! its packets go there, on the worker running its slice, in its packet
+//! order, without any lock: queues on different workers call their backends
+//! in parallel. A queue without one (the default: an event log ordered
+//! across queues, the replay) calls `B` itself behind one lock taken for
+//! each call only: calls for different queues interleave and never overlap.
+//! [`Gpu::with_backend`] and [`Gpu::into_parts`] reach `B`; per-queue
+//! backends are dropped with the `Gpu`. Interrupts are copied to the host's
+//! channels whichever backend saw the fence. A panic in a backend call is
+//! caught at the worker boundary: that submission fails with
+//! [`GpuError::BackendPanicked`] and the queue goes on.
 //!
 //! **Errors.** A [`Pm4Error`](crate::processor::Pm4Error) aborts that
 //! submission only: its handle completes with [`GpuError::Processor`] and the
@@ -649,7 +656,9 @@ where
         f(&self.shared.parts.memory)
     }
 
-    /// The backend (the user's), between two backend calls.
+    /// The backend (the user's), between two backend calls. Queues with a
+    /// backend of their own ([`Backend::queue_backend`]) call that one
+    /// instead; it is not reachable here.
     pub fn with_backend<R>(&self, f: impl FnOnce(&mut B) -> R) -> R {
         f(&mut self.shared.parts.backend.lock().inner)
     }
