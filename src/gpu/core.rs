@@ -240,6 +240,9 @@ pub(crate) enum SliceFailure {
     Panicked(String),
 }
 
+// One bit per queue in `Sched::ready`.
+const _: () = assert!(QueueId::COUNT <= 64);
+
 /// Queues, host operations and wait bookkeeping, behind the scheduler lock.
 /// Dropping it completes every pending handle with [`GpuError::ShutDown`].
 pub(crate) struct Sched {
@@ -247,6 +250,10 @@ pub(crate) struct Sched {
     ops: VecDeque<HostOp>,
     /// Round-robin position: the first queue looked at next.
     cursor: usize,
+    /// Bit `q` set while queue `q` is runnable ([`QueueSlot::runnable`],
+    /// kept by [`Sched::refresh`] after each change): the next queue is
+    /// found without looking at all 57 under the lock.
+    ready: u64,
     slice_packets: u64,
     watches: WatchIndex,
     recent: RecentWrites,
@@ -317,6 +324,7 @@ impl Sched {
             queues,
             ops: VecDeque::new(),
             cursor: 0,
+            ready: 0,
             slice_packets: slice_packets.max(1),
             watches: WatchIndex::default(),
             recent: RecentWrites::default(),
@@ -338,10 +346,12 @@ impl Sched {
     }
 
     pub(crate) fn enqueue(&mut self, sub: PendingSubmission) {
-        match self.queues.get_mut(sub.queue) {
+        let queue = sub.queue;
+        match self.queues.get_mut(queue) {
             Some(q) => {
                 self.stats.submissions += 1;
                 q.fifo.push_back(sub);
+                self.refresh(queue);
             }
             None => {
                 let queue = sub.queue as u32;
@@ -359,10 +369,26 @@ impl Sched {
         }
     }
 
+    /// Notes whether `queue` is runnable now (after any change to it).
+    fn refresh(&mut self, queue: usize) {
+        let runnable = self.queues.get(queue).is_some_and(QueueSlot::runnable);
+        let bit = 1u64.checked_shl(queue as u32).unwrap_or(0);
+        if runnable {
+            self.ready |= bit;
+        } else {
+            self.ready &= !bit;
+        }
+    }
+
     /// The first runnable queue at or after the round-robin cursor.
     pub(crate) fn pick(&self) -> Option<usize> {
-        let n = self.queues.len();
-        (0..n).map(|i| (self.cursor + i) % n).find(|&q| self.queues.get(q).is_some_and(QueueSlot::runnable))
+        let at_or_after = self.ready & u64::MAX.checked_shl(self.cursor as u32).unwrap_or(0);
+        let pick = [at_or_after, self.ready].into_iter().find(|&m| m != 0).map(|m| m.trailing_zeros() as usize);
+        debug_assert_eq!(pick, {
+            let n = self.queues.len();
+            (0..n).map(|i| (self.cursor + i) % n).find(|&q| self.queues.get(q).is_some_and(QueueSlot::runnable))
+        });
+        pick
     }
 
     fn has_work(&self) -> bool {
@@ -387,6 +413,7 @@ impl Sched {
         self.watches.remove(queue, watch);
         self.suspended = self.suspended.saturating_sub(1);
         self.stats.wakes += 1;
+        self.refresh(queue);
         true
     }
 
@@ -481,6 +508,7 @@ impl Sched {
         let Some(running) = q.running.take() else {
             return;
         };
+        self.refresh(queue);
         let outcome = match result {
             Ok(()) => {
                 self.stats.completed += 1;
@@ -565,6 +593,7 @@ impl Sched {
         q.abort_requested = false;
         let running = q.running.take()?;
         q.processor.abort();
+        self.refresh(queue);
         self.stats.aborted += 1;
         let id = running.sub.id;
         tracing::info!(parent: &running.span, "submission aborted");
@@ -602,6 +631,7 @@ impl Sched {
             }
         }
         self.watches = WatchIndex::default();
+        self.ready = 0;
         self.suspended = 0;
         self.uconfig_waiters = 0;
         for op in self.ops.drain(..) {
@@ -620,6 +650,12 @@ impl Sched {
     /// takes its processor out. `None` when there is nothing to run (the
     /// submission could not start: its handle is completed).
     pub(crate) fn begin_slice(&mut self, queue: usize) -> Option<Ticket> {
+        let ticket = self.start_slice(queue);
+        self.refresh(queue);
+        ticket
+    }
+
+    fn start_slice(&mut self, queue: usize) -> Option<Ticket> {
         self.cursor = (queue + 1) % self.queues.len().max(1);
         self.stats.slices += 1;
         self.stalled = false;
@@ -725,7 +761,8 @@ impl Sched {
         if self.queues.get(queue).is_some_and(|q| q.abort_requested) {
             self.abort_now(queue, GpuError::Aborted);
         }
-        woken += usize::from(self.queues.get(queue).is_some_and(QueueSlot::runnable));
+        self.refresh(queue);
+        woken += usize::from(self.ready & 1u64.checked_shl(queue as u32).unwrap_or(0) != 0);
         woken
     }
 
@@ -733,6 +770,7 @@ impl Sched {
         if let Some(q) = self.queues.get_mut(queue) {
             q.processor.put(processor);
         }
+        self.refresh(queue);
     }
 }
 
