@@ -501,3 +501,72 @@ fn a_stall_reads_stall_and_a_declared_deadlock_reads_deadlock() {
     assert_eq!(error, GpuError::Deadlock(report));
     assert_eq!(error.to_string().lines().next().unwrap(), format!("deadlock: {first}"));
 }
+
+#[test]
+fn a_resumed_queue_runs_the_command_dwords_the_cpu_rewrote_while_it_waited() {
+    for threaded in [false, true] {
+        let mut ram = Ram::new();
+        let (flag, out) = (LABELS, LABELS + 0x40);
+        let mut c = Vec::new();
+        wait_eq(&mut c, flag, 1);
+        write_data(&mut c, out, 1);
+        let (at, len) = ram.buffer(&c);
+        let gpu = if threaded {
+            Gpu::threaded(Arc::clone(&ram.ram), NullBackend, GpuConfig::default()).unwrap()
+        } else {
+            Gpu::deterministic(Arc::clone(&ram.ram), NullBackend, GpuConfig::default())
+        };
+        let h = gpu.submit(comp(2, 3), at, len).unwrap();
+        // Suspended in the wait, with the WRITE_DATA after it read ahead.
+        assert!(matches!(gpu.run_until_stalled().unwrap(), RunStatus::Stalled(_)));
+        // The CPU rewrites the WRITE_DATA's value (its last dword), then the label.
+        let value_dword = at + 4 * (u64::from(len) - 1);
+        ram.ram.write_u32(value_dword, 2).unwrap();
+        assert_eq!(gpu.notify_host_write(value_dword, 4).unwrap(), 0);
+        ram.ram.write_u32(flag, 1).unwrap();
+        assert_eq!(gpu.notify_host_write(flag, 4).unwrap(), 1);
+        gpu.run_until_idle().unwrap();
+        assert_eq!(h.wait().unwrap().packets, 2);
+        assert_eq!(ram.ram.read_u32(out).unwrap(), 2, "threaded: {threaded}");
+    }
+}
+
+#[test]
+fn deterministic_waits_block_while_another_thread_drives_and_a_lone_driver_runs_to_completion() {
+    let mut ram = Ram::new();
+    let (flag, out) = (LABELS, LABELS + 0x40);
+    let mut c = Vec::new();
+    wait_eq(&mut c, flag, 1);
+    write_data(&mut c, out, 9);
+    let (at, len) = ram.buffer(&c);
+    let gpu = Gpu::deterministic(Arc::clone(&ram.ram), NullBackend, GpuConfig::default());
+
+    // A guest thread blocks in wait(); the emulator's thread drives.
+    let h = gpu.submit(comp(1, 1), at, len).unwrap();
+    std::thread::scope(|s| {
+        let guest = s.spawn(|| h.wait());
+        assert!(matches!(gpu.run_until_stalled().unwrap(), RunStatus::Stalled(_)));
+        assert!(!guest.is_finished());
+        gpu.write_memory(flag, &1u32.to_le_bytes()).unwrap();
+        gpu.run_until_idle().unwrap();
+        let report = guest.join().unwrap().unwrap();
+        assert_eq!((report.packets, report.waits), (2, 1));
+    });
+    assert_eq!(ram.ram.read_u32(out).unwrap(), 9);
+
+    // One thread only: run_until_complete drives, and a stall is its answer.
+    ram.ram.write_u32(flag, 0).unwrap();
+    ram.ram.write_u32(out, 0).unwrap();
+    gpu.notify_host_write(flag, 0x44).unwrap();
+    let h = gpu.submit(comp(1, 1), at, len).unwrap();
+    let Err(GpuError::Deadlock(report)) = gpu.run_until_complete(&h) else { panic!("not a stall") };
+    assert_eq!(report.queues.len(), 1);
+    assert_eq!(report.queues[0].queue, comp(1, 1));
+    assert!(h.poll().is_none(), "nothing was cancelled");
+    gpu.write_memory(flag, &1u32.to_le_bytes()).unwrap();
+    let report = gpu.run_until_complete(&h).unwrap();
+    assert_eq!((report.id, report.packets), (h.id(), 2));
+    assert_eq!(ram.ram.read_u32(out).unwrap(), 9);
+    // A completed submission answers at once.
+    assert_eq!(gpu.run_until_complete(&h).unwrap(), report);
+}

@@ -22,7 +22,10 @@
 //!   a fixed order. The same sequence of calls gives the same interleaving,
 //!   the same memory and the same backend log on every run (replay, tests).
 //!   Host writes through [`Gpu::write_memory`] follow the trace format's
-//!   WRIT rule (below). Other threads may wait on handles meanwhile.
+//!   WRIT rule (below). Other threads may wait on handles meanwhile
+//!   ([`Submission::wait`] never drives the GPU: it returns once the
+//!   driving thread has run the submission); a thread that drives the GPU
+//!   and wants one submission's result calls [`Gpu::run_until_complete`].
 //! - [`Gpu::threaded`]: a bounded pool of [`GpuConfig::workers`] threads
 //!   (default: the available cores) runs queues as work arrives, slices of
 //!   different queues in parallel. A queue is never on two workers at once,
@@ -504,8 +507,11 @@ where
     /// `[address, address + len)` of guest memory directly: wakes exactly
     /// the suspended queues whose watched bytes overlap (at a cost in
     /// proportion to what overlaps, not to the number of queues) and drops
-    /// decoded shader containers in the range (prefetched command dwords
-    /// are dropped at every slice's start). Returns how many queues woke.
+    /// decoded shader containers in the range. Prefetched command dwords
+    /// are dropped at every slice's start: a queue that resumes (or next
+    /// runs) after this call runs the dwords as the CPU rewrote them; a
+    /// write racing with a running slice may or may not be seen by it, as
+    /// on hardware. Returns how many queues woke.
     ///
     /// A range outside the 48-bit space, wrapping, or not mapped is an
     /// error and changes nothing.
@@ -557,6 +563,59 @@ where
         match self.run_until_stalled()? {
             RunStatus::Stalled(report) => Err(GpuError::Deadlock(report)),
             RunStatus::Idle | RunStatus::Running => Ok(()),
+        }
+    }
+
+    /// Runs until `submission` completes and returns its final result, as
+    /// [`Submission::wait`] does; what a single-threaded embedder of a
+    /// deterministic GPU calls, since nothing else drives it.
+    ///
+    /// Deterministic mode: drives the GPU on the caller's thread, one step
+    /// at a time as [`Gpu::run_until_stalled`] does, until the submission
+    /// has its result. When the GPU stalls first, answers
+    /// [`GpuError::Deadlock`] with the report (the run's answer, as
+    /// [`Gpu::run_until_idle`] gives it: nothing is cancelled; a host write
+    /// and another call may resolve it). Threaded mode: blocks as
+    /// [`Submission::wait`].
+    ///
+    /// ```
+    /// use pm4core::backend::{NullBackend, QueueId};
+    /// use pm4core::gpu::{Gpu, GpuConfig, GpuError};
+    /// use pm4core::memory::{GuestMemory, SparseMemory};
+    /// use pm4core::packet::{Header, Opcode};
+    ///
+    /// let memory = SparseMemory::new();
+    /// memory.map_zeroed(0, 0x10000).unwrap();
+    /// // WAIT_REG_MEM: memory 0x8000 == 1.
+    /// let cmd = [Header::type3(Opcode::WAIT_REG_MEM, 6).0, 0x13, 0x8000, 0, 1, 0xFFFF_FFFF, 4];
+    /// for (i, dword) in cmd.iter().enumerate() {
+    ///     memory.write_u32(0x1000 + 4 * i as u64, *dword).unwrap();
+    /// }
+    /// let gpu = Gpu::deterministic(memory, NullBackend, GpuConfig::default());
+    /// let done = gpu.submit(QueueId::GRAPHICS, 0x1000, cmd.len() as u32).unwrap();
+    /// // Nothing else drives this GPU: the wait would stall for ever.
+    /// assert!(matches!(gpu.run_until_complete(&done), Err(GpuError::Deadlock(_))));
+    /// gpu.write_memory(0x8000, &1u32.to_le_bytes()).unwrap();
+    /// assert_eq!(gpu.run_until_complete(&done).unwrap().waits, 1);
+    /// ```
+    pub fn run_until_complete(&self, submission: &Submission) -> Result<SubmissionReport, GpuError> {
+        if self.is_threaded() {
+            return submission.wait();
+        }
+        let mut sched = self.shared.sched.lock();
+        let mut log = WriteLog::default();
+        loop {
+            if let Some(result) = submission.poll() {
+                return result;
+            }
+            match step(&self.shared.parts, &mut sched, &mut log) {
+                Step::Ran => {}
+                Step::Idle => return submission.poll().unwrap_or(Err(GpuError::Pending)),
+                Step::Stalled => {
+                    let report = sched.stall_report().unwrap_or_default();
+                    return submission.poll().unwrap_or(Err(GpuError::Deadlock(report)));
+                }
+            }
         }
     }
 
