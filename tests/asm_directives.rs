@@ -2,7 +2,9 @@
 //! expected dwords and chunks; errors name their line and column; no text
 //! makes it panic.
 
-use pm4core::asm::{assemble, assemble_trace, AsmError};
+use pm4core::asm::{assemble, assemble_trace, AsmError, AsmErrorKind};
+use pm4core::packet::Opcode;
+use pm4core::regs::db::RegisterSpace;
 use pm4core::trace::{Tag, Trace, TraceEvent};
 use proptest::prelude::*;
 
@@ -125,11 +127,23 @@ fn register_writes() {
     assert_eq!(dwords("SET_SH_REG"), [0xFFFF_7600]);
     let e = error(".mem 0\n  SET_SH_REG DB_RENDER_OVERRIDE, 1\n.end\n");
     assert_eq!((e.line, e.column), (2, 14), "{e}");
-    assert!(e.message.contains("context register"), "{e}");
+    assert_eq!(
+        e.kind,
+        AsmErrorKind::WrongRegisterSpace {
+            register: "DB_RENDER_OVERRIDE".into(),
+            space: RegisterSpace::Context,
+            opcode: Opcode::SET_SH_REG,
+            wanted: RegisterSpace::Sh,
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "line 2, column 14: DB_RENDER_OVERRIDE is a context register; SET_SH_REG writes sh registers"
+    );
     // A register only the gfx7 database has.
     assert_eq!(dwords(".gpu gfx7\nSET_SH_REG SPI_SHADER_USER_DATA_ES_0, 1"), [0xC001_7600, 0xCC, 1]);
     let e = error(".mem 0\nSET_SH_REG SPI_SHADER_USER_DATA_ES_0, 1\n.end");
-    assert!(e.message.contains("undefined name"), "{e}");
+    assert_eq!(e.kind, AsmErrorKind::UndefinedName("SPI_SHADER_USER_DATA_ES_0".into()));
     // `.info gpu=` selects the database too.
     let t = trace(".info gpu=gfx7\n.mem 0\nSET_SH_REG SPI_SHADER_USER_DATA_ES_0, 1\n.end");
     assert_eq!(region_bytes(&t).len(), 12);
@@ -294,7 +308,7 @@ fn errors_name_line_and_column() {
     ];
     for &(source, line, column, text) in cases {
         let e = error(source);
-        assert!(e.message.contains(text), "{source:?}: {e}");
+        assert!(e.kind.to_string().contains(text), "{source:?}: {e}");
         assert_eq!((e.line, e.column), (line, column), "{source:?}: {e}");
     }
 }
@@ -304,9 +318,10 @@ fn long_expressions() {
     let sum = vec!["1"; 200].join(" + ");
     assert_eq!(dwords(&format!(".dw {sum}")), [200]);
     let e = error(&format!(".mem 0\n.dw {}\n.end", vec!["1"; 300].join("+")));
-    assert!(e.message.contains("more than 256 operators"), "{e}");
+    assert_eq!(e.kind, AsmErrorKind::TooManyOperators { max: 256 });
+    assert_eq!(e.kind.to_string(), "expression has more than 256 operators");
     let e = error(&format!(".mem 0\n.dw {}1{}\n.end", "(".repeat(100), ")".repeat(100)));
-    assert!(e.message.contains("nested too deeply"), "{e}");
+    assert_eq!(e.kind, AsmErrorKind::NestedTooDeeply);
 }
 
 #[test]

@@ -40,8 +40,9 @@ fn flatten(t: &Trace) -> Vec<Flat> {
         .collect()
 }
 
-/// Disassembles `trace` as source, assembles it, and checks the result.
-fn round_trip(trace: &Trace, name: &str) {
+/// Disassembles `trace` as source, assembles it, checks the result, and
+/// returns the source.
+fn round_trip(trace: &Trace, name: &str) -> String {
     let dis = Disassembler::for_trace(trace, DisasmOptions::default());
     let mut source = Vec::new();
     dis.write_source(&mut source).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -58,7 +59,24 @@ fn round_trip(trace: &Trace, name: &str) {
         assert_eq!(x, y, "{name}: event {i}");
     }
     assert!(bytes[..] == trace.bytes()[..], "{name}: the files differ");
+    source
 }
+
+/// The opcodes the assembler has a key=value form for.
+const FIELD_FORMS: [&str; 12] = [
+    "WAIT_REG_MEM",
+    "WAIT_REG_MEM64",
+    "WRITE_DATA",
+    "RELEASE_MEM",
+    "EVENT_WRITE",
+    "INDIRECT_BUFFER",
+    "INDIRECT_BUFFER_CONST",
+    "COPY_DATA",
+    "DMA_DATA",
+    "ACQUIRE_MEM",
+    "DISPATCH_DIRECT",
+    "DRAW_INDEX_AUTO",
+];
 
 /// The repository's radv traces (part of the repository: missing is a failure).
 fn trace_dir() -> PathBuf {
@@ -77,11 +95,24 @@ fn real_traces_round_trip() {
         .unwrap_or_default();
     paths.sort();
     assert!(paths.len() >= 10, "{} traces in {}", paths.len(), dir.display());
+    let mut field_statements = 0;
     for path in &paths {
         let name = path.display().to_string();
         let trace = Trace::read_file(path).unwrap_or_else(|e| panic!("{name}: {e}"));
-        round_trip(&trace, &name);
+        let source = round_trip(&trace, &name);
+        // Every packet with a key=value form is written in it (its keys
+        // from the body's fields), never as raw dwords.
+        for line in source.lines() {
+            let mut words = line.split_whitespace();
+            if !words.next().is_some_and(|m| FIELD_FORMS.contains(&m)) {
+                continue;
+            }
+            let first = words.next().unwrap_or("");
+            assert!(first.contains('=') || first == "compute" || first == "predicate", "{name}: {line}");
+            field_statements += 1;
+        }
     }
+    assert!(field_statements >= 3000, "{field_statements} field statements");
 }
 
 /// Region slots: slot k starts near `0x10000 * (k + 1)`.
@@ -139,6 +170,24 @@ fn packet() -> impl Strategy<Value = Vec<u32>> {
         }),
         1 => (any::<u32>(), 0u32..3).prop_map(|(x, n)| vec![0xC000_1000 | (8 << 16) | ((n & 1) << 8), x]),
         1 => any::<u32>().prop_map(|w| vec![w]),
+        // Opcodes with a key=value form, bodies of their lengths with
+        // random bits (the source uses the form only where it is exact).
+        3 => (0usize..12, any::<bool>(), target(), proptest::collection::vec(prop_oneof![Just(0u32), 0u32..16, any::<u32>()], 8))
+            .prop_map(|(i, compute, (lo, hi), mut body)| {
+                const FORMS: [(u32, usize); 12] = [
+                    (0x3C, 6), (0x93, 8), (0x37, 5), (0x49, 7), (0x46, 1), (0x3F, 3),
+                    (0x33, 3), (0x40, 5), (0x50, 6), (0x58, 7), (0x15, 4), (0x2D, 2),
+                ];
+                let (op, len) = FORMS[i];
+                body.truncate(len);
+                if len > 2 {
+                    body[1] = lo;
+                    body[2] = hi;
+                }
+                let mut w = vec![0xC000_0000 | ((len as u32 - 1) << 16) | (op << 8) | (u32::from(compute) << 1)];
+                w.extend(body);
+                w
+            }),
     ]
 }
 

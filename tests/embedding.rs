@@ -2,14 +2,16 @@
 //! bindings that follow shader re-creation, host writes that invalidate
 //! what was cached.
 
+mod common;
+
 use std::sync::Arc;
 
+use common::shader_builder::AgcBuilder;
 use pm4core::backend::{Backend, Dispatch, Draw, QueueId};
 use pm4core::memory::{FlatMemory, GuestMemory, SparseMemory};
 use pm4core::packet::{Header, Opcode};
 use pm4core::processor::{Env, ProcessStatus, Processor};
 use pm4core::regs::gfx103 as r;
-use pm4core::shader::builder::AgcBuilder;
 use pm4core::shader::{ShaderRegistry, ShaderType};
 
 const CMD: u64 = 0x1000;

@@ -17,6 +17,9 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
+use common::shader_builder::{
+    shader_text, sl00_block, AgcBuilder, AgcElfBuilder, DvlbBuilder, DvleSpec, OrbShdrBuilder, ShdrBuilder,
+};
 use common::Cmd;
 use pm4core::fuzzing::processor::{CMD_BASE, DATA_BASE, SCRATCH_BASE, SHADER_CODE, STEP_LEN};
 use pm4core::fuzzing::{Outcome, TARGETS};
@@ -27,9 +30,6 @@ use pm4core::processor::HOST_COMMAND_SIGNATURE;
 use pm4core::regs::gfx103 as r;
 use pm4core::shader::agc::{
     DrawModifier, RegisterEntry, Semantic, ShaderType, SharpEntry, SharpKind, SpecialRegisters, UserDataRange,
-};
-use pm4core::shader::builder::{
-    shader_text, sl00_block, AgcBuilder, AgcElfBuilder, DvlbBuilder, DvleSpec, OrbShdrBuilder, ShdrBuilder,
 };
 use pm4core::shader::create_shader;
 use pm4core::shader::dvlb::{DvleConstant, DvleOutput};

@@ -23,6 +23,7 @@
 
 mod common;
 
+use common::shader_builder::{corrupt, AgcBuilder};
 use common::{Cmd, Harness, SCRATCH};
 use pm4core::backend::QueueId;
 use pm4core::memory::{GuestMemory, MemoryError, SparseMemory, ADDRESS_SPACE_END};
@@ -31,7 +32,6 @@ use pm4core::packet::{Opcode, PacketLocation, NOP_PAD};
 use pm4core::processor::{Pm4Error, ProcessStatus, ProcessorConfig, SuspendReason};
 use pm4core::regs::gfx103 as r;
 use pm4core::shader::agc::{offsets, AgcShader, RegisterEntry, Semantic, ShaderType};
-use pm4core::shader::builder::{corrupt, AgcBuilder};
 use pm4core::shader::{create_shader, ShaderError};
 use pm4core::trace::{Trace, TraceEvent, TraceWriter};
 

@@ -31,6 +31,22 @@ fn radv_traces() -> Vec<PathBuf> {
 
 /// The disassembly line of a packet record: its name, header flags and
 /// every field as `NAME=value` (register writes by register name).
+/// The opcodes the assembler has a key=value form for.
+const FIELD_FORMS: [&str; 12] = [
+    "WAIT_REG_MEM",
+    "WAIT_REG_MEM64",
+    "WRITE_DATA",
+    "RELEASE_MEM",
+    "EVENT_WRITE",
+    "INDIRECT_BUFFER",
+    "INDIRECT_BUFFER_CONST",
+    "COPY_DATA",
+    "DMA_DATA",
+    "ACQUIRE_MEM",
+    "DISPATCH_DIRECT",
+    "DRAW_INDEX_AUTO",
+];
+
 fn line_of(p: &PacketRecord) -> String {
     let mut line = p.opcode.clone();
     if p.predicate {
@@ -111,6 +127,13 @@ fn every_vector_decodes_disassembles_assembles_and_encodes_to_its_dwords() {
             })
             .unwrap();
         assert_eq!(memory, bytes, "{at}: --source round trip\n{source}");
+        // An opcode with a key=value form is written in it, from its fields.
+        let statement = source.lines().find(|l| l.starts_with("    ") && !l.contains(".submit")).unwrap_or("");
+        let mut words = statement.split_whitespace();
+        if words.next().is_some_and(|m| FIELD_FORMS.contains(&m)) {
+            let first = words.find(|w| !["compute", "predicate", "cam"].contains(w)).unwrap_or("");
+            assert!(first.contains('='), "{at}: not a key=value statement: {statement}");
+        }
 
         // Decode and encode.
         if header.packet_type() != PacketType::Type3 || v.dwords.len() == 1 {

@@ -2,13 +2,15 @@
 //! shader, whose command buffer binds them with SET_SH_REG and draws. The
 //! draw the backend receives carries both decoded containers.
 
+mod common;
+
+use common::shader_builder::AgcBuilder;
 use pm4core::backend::ProgramStage;
 use pm4core::memory::GuestMemory;
 use pm4core::packet::{Header, Opcode};
 use pm4core::regs::gfx103 as r;
 use pm4core::replay::{replay, ReplayOptions};
 use pm4core::shader::agc::{RegisterEntry, Semantic, ShaderType};
-use pm4core::shader::builder::AgcBuilder;
 use pm4core::trace::{Trace, TraceWriter};
 
 const PS_HEADER: u64 = 0x10_0000;

@@ -2,16 +2,18 @@
 //! documented values, relocation in guest memory, every validation rule, the
 //! OrbShdr CRC, the registry, the other formats and a no-panic property test.
 
+mod common;
+
 use std::sync::Arc;
 
+use common::shader_builder::{
+    corrupt, shader_text, sl00_block, AgcBuilder, AgcElfBuilder, DvlbBuilder, DvleSpec, OrbShdrBuilder, ShdrBuilder,
+};
 use pm4core::memory::{GuestMemory, SparseMemory};
 use pm4core::shader::agc::{
     offsets, program_address, program_registers as pr, AgcShader, DirectResourceType, DrawModifier, PipelineStage,
     RegisterEntry, Semantic, ShaderStage, ShaderType, SharpEntry, SharpKind, SpecialRegisters, UserDataRange,
     HEADER_LEN, MAX_HEADER_SIZE,
-};
-use pm4core::shader::builder::{
-    corrupt, shader_text, sl00_block, AgcBuilder, AgcElfBuilder, DvlbBuilder, DvleSpec, OrbShdrBuilder, ShdrBuilder,
 };
 use pm4core::shader::dvlb::{Dvlb, DvleConstant, DvleOutput};
 use pm4core::shader::gnm::{

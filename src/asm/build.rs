@@ -4,7 +4,7 @@
 use super::encode::encode;
 use super::expr::{Eval, Expr, Label, Symbols};
 use super::parse::{ByteItem, Data, Line, QueueSpec, Stmt};
-use super::AsmError;
+use super::{AsmError, AsmErrorKind};
 use crate::regs::db::GpuFamily;
 use crate::trace::{Tag, TraceWriter};
 
@@ -59,8 +59,8 @@ impl Block {
     }
 }
 
-fn err(line: usize, col: usize, message: impl Into<String>) -> AsmError {
-    AsmError { line, column: col, message: message.into() }
+fn err(line: usize, col: usize, kind: AsmErrorKind) -> AsmError {
+    AsmError::new(line, col, kind)
 }
 
 /// What the first pass learned.
@@ -105,19 +105,15 @@ impl FamilyState {
 
 fn define(symbols: &mut Symbols, name: &str, label: Label, line: usize, col: usize) -> Result<(), AsmError> {
     if symbols.defines(name) {
-        return Err(err(line, col, format!("`{name}` is already defined")));
+        return Err(err(line, col, AsmErrorKind::AlreadyDefined(name.to_owned())));
     }
     symbols.labels.insert(name.to_owned(), label);
     Ok(())
 }
 
-fn outside_block(block: &Option<Block>, line: &Line, what: &str) -> Result<(), AsmError> {
+fn outside_block(block: &Option<Block>, line: &Line, what: &'static str) -> Result<(), AsmError> {
     match block {
-        Some(b) => Err(err(
-            line.number,
-            line.col,
-            format!("{what} cannot appear inside the block opened on line {} (missing .end?)", b.line),
-        )),
+        Some(b) => Err(err(line.number, line.col, AsmErrorKind::InsideBlock { directive: what, opened_on: b.line })),
         None => Ok(()),
     }
 }
@@ -144,7 +140,7 @@ pub(crate) fn layout(lines: &[Line]) -> Result<Layout, AsmError> {
         if !on_region_line {
             for (name, col) in &line.labels {
                 let Some(b) = block.as_mut().filter(|b| b.kind == BlockKind::Mem) else {
-                    return Err(err(n, *col, "a label must be inside a .mem block or on a .mem/.zero line"));
+                    return Err(err(n, *col, AsmErrorKind::LabelOutsideRegion));
                 };
                 let address = b.here().unwrap_or(0);
                 define(&mut symbols, name, Label { address, size: None }, n, *col)?;
@@ -160,7 +156,7 @@ pub(crate) fn layout(lines: &[Line]) -> Result<Layout, AsmError> {
             }
             Stmt::Equ { name, expr } => {
                 if symbols.defines(name) {
-                    return Err(err(n, line.col, format!("`{name}` is already defined")));
+                    return Err(err(n, line.col, AsmErrorKind::AlreadyDefined(name.to_owned())));
                 }
                 symbols.consts.insert(name.clone(), (expr.clone(), n));
             }
@@ -189,7 +185,7 @@ pub(crate) fn layout(lines: &[Line]) -> Result<Layout, AsmError> {
             }
             Stmt::End => {
                 let Some(b) = block.take() else {
-                    return Err(err(n, line.col, ".end without an open block"));
+                    return Err(err(n, line.col, AsmErrorKind::EndWithoutBlock));
                 };
                 if b.kind == BlockKind::Mem {
                     let base = b.base.unwrap_or(0);
@@ -208,7 +204,7 @@ pub(crate) fn layout(lines: &[Line]) -> Result<Layout, AsmError> {
             }
             Stmt::Data(data) => {
                 let Some(b) = block.as_mut() else {
-                    return Err(err(n, line.col, "data and packets must be inside a .mem, .write or .ancillary block"));
+                    return Err(err(n, line.col, AsmErrorKind::OutsideBlock));
                 };
                 let offset = if b.kind == BlockKind::Mem { b.here().unwrap_or(b.len) } else { b.len };
                 let size = match data {
@@ -232,7 +228,7 @@ pub(crate) fn layout(lines: &[Line]) -> Result<Layout, AsmError> {
                 };
                 total = total.saturating_add(size);
                 if total > MAX_BYTES {
-                    return Err(err(n, line.col, format!("the blocks hold more than {MAX_BYTES} bytes")));
+                    return Err(err(n, line.col, AsmErrorKind::TooManyBytes { max: MAX_BYTES }));
                 }
                 b.len += size;
                 sizes.push(size);
@@ -240,7 +236,7 @@ pub(crate) fn layout(lines: &[Line]) -> Result<Layout, AsmError> {
         }
     }
     if let Some(b) = block {
-        return Err(err(b.line, b.col, "this block has no .end"));
+        return Err(err(b.line, b.col, AsmErrorKind::UnclosedBlock));
     }
     Ok(Layout { symbols, mem_bases, sizes })
 }
@@ -248,7 +244,7 @@ pub(crate) fn layout(lines: &[Line]) -> Result<Layout, AsmError> {
 fn align_pad(ev: &Eval<'_>, to: &Expr, offset: u64) -> Result<u64, AsmError> {
     let a = ev.eval(to)?;
     if a == 0 || !a.is_power_of_two() {
-        return Err(err(ev.line, to.col, format!(".align takes a power of two, not {a}")));
+        return Err(err(ev.line, to.col, AsmErrorKind::AlignNotPowerOfTwo(a)));
     }
     Ok(offset.wrapping_neg() & (a - 1))
 }
@@ -284,7 +280,7 @@ pub(crate) fn emit(lines: &[Line], layout: &Layout) -> Result<Vec<u8>, AsmError>
         family.apply(stmt);
         let n = line.number;
         let ev = |here| strict(symbols, family.family, n, here);
-        let trace_err = |e: crate::trace::TraceError| err(n, line.col, e.to_string());
+        let trace_err = |e: crate::trace::TraceError| err(n, line.col, AsmErrorKind::Trace(e));
         match stmt {
             Stmt::Info { key, value } => writer.info(key, value).map_err(trace_err)?,
             Stmt::Gpu(_) | Stmt::Equ { .. } => {}
@@ -303,9 +299,9 @@ pub(crate) fn emit(lines: &[Line], layout: &Layout) -> Result<Vec<u8>, AsmError>
             }
             Stmt::End => {
                 let Some(b) = block.take() else {
-                    return Err(err(n, line.col, ".end without an open block"));
+                    return Err(err(n, line.col, AsmErrorKind::EndWithoutBlock));
                 };
-                let at = |e: crate::trace::TraceError| err(b.line, b.col, e.to_string());
+                let at = |e: crate::trace::TraceError| err(b.line, b.col, AsmErrorKind::Trace(e));
                 let base = b.base.unwrap_or(0);
                 match b.kind {
                     BlockKind::Mem => writer.mem(base, &b.bytes).map_err(at)?,
@@ -321,17 +317,18 @@ pub(crate) fn emit(lines: &[Line], layout: &Layout) -> Result<Vec<u8>, AsmError>
                 let queue = match queue {
                     QueueSpec::Index(q) => *q,
                     QueueSpec::Expr(e) => {
-                        u32::try_from(ev(None).eval(e)?).map_err(|_| err(n, e.col, "queue index out of range"))?
+                        u32::try_from(ev(None).eval(e)?).map_err(|_| err(n, e.col, AsmErrorKind::QueueOutOfRange))?
                     }
                 };
                 let size_dw = match size {
                     Some(e) => ev(None).dword(e)?,
                     None => {
-                        let bytes =
-                            address.ident().and_then(|name| symbols.labels.get(name)).and_then(|l| l.size).ok_or_else(
-                                || err(n, address.col, ".submit needs a size unless the address is a label"),
-                            )?;
-                        u32::try_from(bytes / 4).map_err(|_| err(n, address.col, "submission too large"))?
+                        let bytes = address
+                            .ident()
+                            .and_then(|name| symbols.labels.get(name))
+                            .and_then(|l| l.size)
+                            .ok_or_else(|| err(n, address.col, AsmErrorKind::SubmitNeedsSize))?;
+                        u32::try_from(bytes / 4).map_err(|_| err(n, address.col, AsmErrorKind::SubmissionTooLarge))?
                     }
                 };
                 let address = ev(None).eval(address)?;
@@ -344,7 +341,7 @@ pub(crate) fn emit(lines: &[Line], layout: &Layout) -> Result<Vec<u8>, AsmError>
             Stmt::Note(text) => writer.note(text).map_err(trace_err)?,
             Stmt::Data(data) => {
                 let Some(b) = block.as_mut() else {
-                    return Err(err(n, line.col, "data outside a block"));
+                    return Err(err(n, line.col, AsmErrorKind::DataOutsideBlock));
                 };
                 let start = b.bytes.len();
                 let here = b.here();
@@ -368,7 +365,7 @@ pub(crate) fn emit(lines: &[Line], layout: &Layout) -> Result<Vec<u8>, AsmError>
                                 ByteItem::Value(e) => {
                                     let v = ev.eval(e)?;
                                     if v > 0xFF && v < 0xFFFF_FFFF_FFFF_FF80 {
-                                        return Err(err(n, e.col, format!("value {v:#x} does not fit in a byte")));
+                                        return Err(err(n, e.col, AsmErrorKind::ByteOverflow(v)));
                                     }
                                     b.bytes.push(v as u8);
                                 }
@@ -402,7 +399,7 @@ pub(crate) fn emit(lines: &[Line], layout: &Layout) -> Result<Vec<u8>, AsmError>
                 }
                 let size = (b.bytes.len() - start) as u64;
                 if sizes.next() != Some(size) {
-                    return Err(err(n, line.col, "internal error: the statement's size changed between passes"));
+                    return Err(err(n, line.col, AsmErrorKind::SizeChanged));
                 }
                 b.len += size;
             }

@@ -4,7 +4,7 @@
 
 use super::expr::{Eval, Expr};
 use super::parse::{Items, Keyed, FLAG_WORDS};
-use super::AsmError;
+use super::{AsmError, AsmErrorKind};
 use crate::packet::{Opcode, COUNT_ONE_DWORD, TYPE2_FILLER};
 use crate::regs::db::event_name;
 use crate::regs::db::{self, RegisterSpace};
@@ -13,8 +13,8 @@ use crate::regs::space;
 /// Largest body a type-3 header can count (COUNT 0x3FFF means one dword).
 const MAX_BODY: usize = COUNT_ONE_DWORD as usize;
 
-fn err(line: usize, col: usize, message: impl Into<String>) -> AsmError {
-    AsmError { line, column: col, message: message.into() }
+fn err(line: usize, col: usize, kind: AsmErrorKind) -> AsmError {
+    AsmError::new(line, col, kind)
 }
 
 /// The operands of one statement, consumed by an encoder; keys nobody asks
@@ -32,8 +32,8 @@ impl<'a, 'e> Args<'a, 'e> {
         Args { ev, items, used: vec![false; items.keyed.len()], mnemonic, col }
     }
 
-    fn err(&self, col: usize, message: impl Into<String>) -> AsmError {
-        err(self.ev.line, col, message)
+    fn err(&self, col: usize, kind: AsmErrorKind) -> AsmError {
+        err(self.ev.line, col, kind)
     }
 
     fn key(&mut self, names: &[&str]) -> Option<&'a Keyed> {
@@ -54,8 +54,8 @@ impl<'a, 'e> Args<'a, 'e> {
         let Some(k) = self.key(names) else { return Ok(None) };
         match k.values.as_slice() {
             [one] => Ok(Some(one)),
-            [] => Err(self.err(k.col, format!("`{}` needs a value", k.key))),
-            _ => Err(self.err(k.col, format!("`{}` takes one value", k.key))),
+            [] => Err(self.err(k.col, AsmErrorKind::KeyNeedsValue { key: k.key.clone() })),
+            _ => Err(self.err(k.col, AsmErrorKind::KeyTakesOneValue { key: k.key.clone() })),
         }
     }
 
@@ -69,7 +69,7 @@ impl<'a, 'e> Args<'a, 'e> {
     fn check(&self, v: u64, bits: u32, col: usize, names: &[&str]) -> Result<u64, AsmError> {
         if bits < 64 && v >> bits != 0 {
             let name = names.first().copied().unwrap_or("value");
-            return Err(self.err(col, format!("{name}={v:#x} does not fit in {bits} bits")));
+            return Err(self.err(col, AsmErrorKind::FieldTooWide { field: name.to_owned(), value: v, bits }));
         }
         Ok(v)
     }
@@ -122,7 +122,7 @@ impl<'a, 'e> Args<'a, 'e> {
             let on = match k.values.as_slice() {
                 [] => true,
                 [one] => self.ev.eval(one)? != 0,
-                _ => return Err(self.err(k.col, format!("`{}` takes one value", k.key))),
+                _ => return Err(self.err(k.col, AsmErrorKind::KeyTakesOneValue { key: k.key.clone() })),
             };
             if on {
                 flags |= bit;
@@ -156,12 +156,12 @@ impl<'a, 'e> Args<'a, 'e> {
         for (i, (k, used)) in self.items.keyed.iter().zip(&self.used).enumerate() {
             if !used {
                 let twice = self.items.keyed.iter().take(i).any(|earlier| earlier.key == k.key);
-                let message = if twice {
-                    format!("`{}` is given more than once", k.key)
+                let kind = if twice {
+                    AsmErrorKind::KeyTwice { key: k.key.clone() }
                 } else {
-                    format!("{} has no field `{}`", self.mnemonic, k.key)
+                    AsmErrorKind::NoSuchField { mnemonic: self.mnemonic.to_owned(), key: k.key.clone() }
                 };
-                return Err(self.err(k.col, message));
+                return Err(self.err(k.col, kind));
             }
         }
         Ok(())
@@ -169,9 +169,7 @@ impl<'a, 'e> Args<'a, 'e> {
 
     fn no_positional(&self) -> Result<(), AsmError> {
         match self.items.positional.first() {
-            Some(e) => {
-                Err(self.err(e.col, format!("{}: give either key=value fields or raw dwords, not both", self.mnemonic)))
-            }
+            Some(e) => Err(self.err(e.col, AsmErrorKind::FieldsAndDwords { mnemonic: self.mnemonic.to_owned() })),
             None => Ok(()),
         }
     }
@@ -191,7 +189,7 @@ fn type3(
     col: usize,
 ) -> Result<Vec<u32>, AsmError> {
     if body.len() > MAX_BODY && count.is_none() {
-        return Err(err(line, col, format!("a type-3 body holds at most {MAX_BODY} dwords")));
+        return Err(err(line, col, AsmErrorKind::BodyTooLong { max: MAX_BODY }));
     }
     let count = count.unwrap_or(if body.is_empty() { COUNT_ONE_DWORD } else { body.len() as u32 - 1 });
     let header = 0xC000_0000 | (count << 16) | (u32::from(op.0) << 8) | flags;
@@ -211,7 +209,7 @@ pub(crate) fn encode(mnemonic: &str, items: &Items, ev: &Eval<'_>, col: usize) -
             let flags = a.flags()?;
             let count = a.header_count()?;
             let Some((op_expr, body)) = a.positional().split_first() else {
-                return Err(err(line, col, "PKT3 takes an opcode (name or number) and body dwords"));
+                return Err(err(line, col, AsmErrorKind::Pkt3Operands));
             };
             let op = match op_expr.ident().and_then(Opcode::from_name) {
                 Some(op) => op,
@@ -222,7 +220,7 @@ pub(crate) fn encode(mnemonic: &str, items: &Items, ev: &Eval<'_>, col: usize) -
         "TYPE0" => {
             let count = a.header_count()?;
             let Some((reg, values)) = a.positional().split_first() else {
-                return Err(err(line, col, "TYPE0 takes a register and its values"));
+                return Err(err(line, col, AsmErrorKind::Type0Operands));
             };
             let base = match ev.register(reg) {
                 Some(r) => u64::from(r.offset),
@@ -230,10 +228,10 @@ pub(crate) fn encode(mnemonic: &str, items: &Items, ev: &Eval<'_>, col: usize) -
             };
             let base = a.check(base, 16, reg.col, &["register"])? as u32;
             if values.is_empty() && count.is_none() {
-                return Err(err(line, col, "TYPE0 needs at least one value"));
+                return Err(err(line, col, AsmErrorKind::Type0Empty));
             }
             if values.len() > 0x4000 && count.is_none() {
-                return Err(err(line, col, "a type-0 packet writes at most 16384 registers"));
+                return Err(err(line, col, AsmErrorKind::Type0TooLong));
             }
             let count = count.unwrap_or(values.len().saturating_sub(1) as u32);
             let mut out = vec![(count << 16) | base];
@@ -243,7 +241,7 @@ pub(crate) fn encode(mnemonic: &str, items: &Items, ev: &Eval<'_>, col: usize) -
         "TYPE2" => match a.positional() {
             [] => vec![TYPE2_FILLER],
             [pad] => vec![TYPE2_FILLER | a.check(ev.eval(pad)?, 30, pad.col, &["pad"])? as u32],
-            [_, extra, ..] => return Err(err(line, extra.col, "TYPE2 takes at most one value (the pad bits)")),
+            [_, extra, ..] => return Err(err(line, extra.col, AsmErrorKind::Type2Operands)),
         },
         _ => {
             if let Some(out) = macro_op(&upper, &mut a)? {
@@ -251,7 +249,7 @@ pub(crate) fn encode(mnemonic: &str, items: &Items, ev: &Eval<'_>, col: usize) -
             } else if let Some(op) = Opcode::from_name(&upper).filter(|_| !upper.starts_with("0X")) {
                 opcode(op, &mut a)?
             } else {
-                return Err(err(line, col, format!("unknown packet or macro `{mnemonic}`")));
+                return Err(err(line, col, AsmErrorKind::UnknownMnemonic(mnemonic.to_owned())));
             }
         }
     };
@@ -324,7 +322,7 @@ fn opcode(op: Opcode, a: &mut Args<'_, '_>) -> Result<Vec<u32>, AsmError> {
         }
         _ => {
             let name = op.name().unwrap_or("this packet");
-            return Err(err(line, col, format!("{name} has no key=value form; give its body as raw dwords")));
+            return Err(err(line, col, AsmErrorKind::NoFieldForm(name.to_owned())));
         }
     };
     type3(op, flags, count, body, line, col)
@@ -350,7 +348,12 @@ fn set_registers(
                 return Err(err(
                     line,
                     first.col,
-                    format!("{} is a {} register; {} writes {} registers", reg.name, reg.space(), op, want),
+                    AsmErrorKind::WrongRegisterSpace {
+                        register: reg.name.to_owned(),
+                        space: reg.space(),
+                        opcode: op,
+                        wanted: want,
+                    },
                 ));
             }
             reg.offset - base
@@ -368,7 +371,7 @@ const ENGINES: [(&str, u32); 3] = [("me", 0), ("pfp", 1), ("ce", 2)];
 fn target(a: &mut Args<'_, '_>) -> Result<(bool, u32, u32), AsmError> {
     let has_reg = a.present(&["reg"]);
     if has_reg && a.present(&["addr"]) {
-        return Err(a.err(a.col, "give either addr= or reg=, not both"));
+        return Err(a.err(a.col, AsmErrorKind::AddrAndReg));
     }
     if has_reg {
         let reg = a.num(&["reg"], 18, 0)? as u32;
@@ -512,7 +515,7 @@ fn copy_data(a: &mut Args<'_, '_>) -> Result<Vec<u32>, AsmError> {
         Some(e) => match a.ev.eval(e)? {
             32 => 0,
             64 => 1,
-            _ => return Err(a.err(e.col, "count_sel is 32 or 64")),
+            _ => return Err(a.err(e.col, AsmErrorKind::CountSel)),
         },
     };
     let wr_confirm = a.num(&["wr_confirm", "confirm"], 1, 0)? as u32;
@@ -552,30 +555,30 @@ fn dma_data(a: &mut Args<'_, '_>) -> Result<Vec<u32>, AsmError> {
 fn named_register(a: &Args<'_, '_>, name: &str, col: usize) -> Result<u32, AsmError> {
     db::register_by_name(a.ev.family, name)
         .map(|r| r.offset)
-        .ok_or_else(|| a.err(col, format!("the {} register database has no {name}", a.ev.family)))
+        .ok_or_else(|| a.err(col, AsmErrorKind::UnknownRegister { family: a.ev.family, name: name.to_owned() }))
 }
 
 /// A register's offset from the SH space base.
 fn sh_offset(a: &Args<'_, '_>, reg: u32, col: usize) -> Result<u32, AsmError> {
-    reg.checked_sub(space::SH).filter(|&o| o < space::SH_SIZE).ok_or_else(|| a.err(col, "not an SH register"))
+    reg.checked_sub(space::SH).filter(|&o| o < space::SH_SIZE).ok_or_else(|| a.err(col, AsmErrorKind::NotShRegister))
 }
 
 /// A shader stage word of a macro (`ps`, `vs`, `gs`, `es`, `hs`, `ls`, `cs`).
 fn stage(a: &Args<'_, '_>, e: Option<&Expr>) -> Result<(String, usize), AsmError> {
-    let Some(e) = e else { return Err(a.err(a.col, format!("{} needs a shader stage", a.mnemonic))) };
+    let Some(e) = e else { return Err(a.err(a.col, AsmErrorKind::StageMissing { mnemonic: a.mnemonic.to_owned() })) };
     match e.ident().map(|s| s.to_ascii_lowercase()) {
         Some(s) if ["ps", "vs", "gs", "es", "hs", "ls", "cs"].contains(&s.as_str()) => Ok((s, e.col)),
-        _ => Err(a.err(e.col, "expected a shader stage: ps, vs, gs, es, hs, ls or cs")),
+        _ => Err(a.err(e.col, AsmErrorKind::UnknownStage)),
     }
 }
 
-fn arg<'x>(a: &Args<'_, '_>, args: &'x [Expr], i: usize, what: &str) -> Result<&'x Expr, AsmError> {
-    args.get(i).ok_or_else(|| a.err(a.col, format!("{} needs {what}", a.mnemonic)))
+fn arg<'x>(a: &Args<'_, '_>, args: &'x [Expr], i: usize, what: &'static str) -> Result<&'x Expr, AsmError> {
+    args.get(i).ok_or_else(|| a.err(a.col, AsmErrorKind::MacroOperandMissing { mnemonic: a.mnemonic.to_owned(), what }))
 }
 
 fn macro_arity(a: &Args<'_, '_>, args: &[Expr], n: usize) -> Result<(), AsmError> {
     match args.get(n) {
-        Some(extra) => Err(a.err(extra.col, format!("{} takes {n} operands", a.mnemonic))),
+        Some(extra) => Err(a.err(extra.col, AsmErrorKind::MacroOperands { mnemonic: a.mnemonic.to_owned(), count: n })),
         None => Ok(()),
     }
 }
@@ -612,7 +615,7 @@ fn macro_op(upper: &str, a: &mut Args<'_, '_>) -> Result<Option<Vec<u32>>, AsmEr
             let index = a.check(a.ev.eval(index_expr)?, 5, index_expr.col, &["index"])? as u32;
             let values = a.dwords(args.get(2..).unwrap_or(&[]))?;
             if values.is_empty() {
-                return Err(a.err(col, "SET_USER_DATA needs at least one value"));
+                return Err(a.err(col, AsmErrorKind::UserDataEmpty));
             }
             let flags = a.flags()?;
             let mut body = vec![sh_offset(a, reg, stage_col)? + index];

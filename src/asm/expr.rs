@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use super::lex::{Tok, Token};
-use super::AsmError;
+use super::{AsmError, AsmErrorKind};
 use crate::regs::db::{self, GpuFamily};
 
 /// Deepest nesting of parentheses and unary operators in one expression.
@@ -98,8 +98,8 @@ impl<'t> Cursor<'t> {
         self.peek().map_or(self.end_col, |t| t.col)
     }
 
-    pub fn error(&self, message: impl Into<String>) -> AsmError {
-        AsmError { line: self.line, column: self.col(), message: message.into() }
+    pub fn error(&self, kind: AsmErrorKind) -> AsmError {
+        AsmError::new(self.line, self.col(), kind)
     }
 
     pub fn is_punct(&self, p: &str) -> bool {
@@ -130,7 +130,7 @@ impl<'t> Cursor<'t> {
     fn count_operator(&mut self) -> Result<(), AsmError> {
         self.operators += 1;
         if self.operators > MAX_OPERATORS {
-            return Err(self.error(format!("expression has more than {MAX_OPERATORS} operators")));
+            return Err(self.error(AsmErrorKind::TooManyOperators { max: MAX_OPERATORS }));
         }
         Ok(())
     }
@@ -161,7 +161,7 @@ impl<'t> Cursor<'t> {
 
     fn unary(&mut self, depth: u32) -> Result<Expr, AsmError> {
         if depth > MAX_NESTING {
-            return Err(self.error("expression nested too deeply"));
+            return Err(self.error(AsmErrorKind::NestedTooDeeply));
         }
         let col = self.col();
         if self.is_punct("-") || self.is_punct("~") || self.is_punct("+") {
@@ -186,7 +186,7 @@ impl<'t> Cursor<'t> {
 
     fn primary(&mut self, depth: u32) -> Result<Expr, AsmError> {
         let Some(token) = self.peek() else {
-            return Err(self.error("expected a value"));
+            return Err(self.error(AsmErrorKind::ExpectedValue));
         };
         let col = token.col;
         let kind = match &token.tok {
@@ -206,7 +206,7 @@ impl<'t> Cursor<'t> {
                 self.pos += 1;
                 let inner = self.binary(0, depth + 1)?;
                 if !self.eat_punct(")") {
-                    return Err(self.error("expected `)`"));
+                    return Err(self.error(AsmErrorKind::ExpectedCloseParen));
                 }
                 return Ok(inner);
             }
@@ -221,7 +221,7 @@ impl<'t> Cursor<'t> {
                                 break;
                             }
                             if !self.eat_punct(",") {
-                                return Err(self.error("expected `,` or `)`"));
+                                return Err(self.error(AsmErrorKind::ExpectedCommaOrCloseParen));
                             }
                         }
                     }
@@ -230,8 +230,8 @@ impl<'t> Cursor<'t> {
                     ExprKind::Sym(name.clone())
                 }
             }
-            Tok::Str(_) => return Err(self.error("a string is not a value here")),
-            Tok::Punct(p) => return Err(self.error(format!("expected a value, found `{p}`"))),
+            Tok::Str(_) => return Err(self.error(AsmErrorKind::StringNotValue)),
+            Tok::Punct(p) => return Err(self.error(AsmErrorKind::ExpectedValueFound(p))),
         };
         Ok(Expr { kind, col })
     }
@@ -268,8 +268,8 @@ pub(crate) struct Eval<'s> {
 }
 
 impl Eval<'_> {
-    fn err(&self, col: usize, message: impl Into<String>) -> AsmError {
-        AsmError { line: self.line, column: col, message: message.into() }
+    fn err(&self, col: usize, kind: AsmErrorKind) -> AsmError {
+        AsmError::new(self.line, col, kind)
     }
 
     /// The register a bare name names, unless the source defines the name.
@@ -293,13 +293,13 @@ impl Eval<'_> {
         if hi == 0 || hi == 0xFFFF_FFFF {
             Ok(v as u32)
         } else {
-            Err(self.err(e.col, format!("value {v:#x} does not fit in 32 bits")))
+            Err(self.err(e.col, AsmErrorKind::DwordOverflow(v)))
         }
     }
 
     fn eval_at(&self, e: &Expr, depth: u32) -> Result<u64, AsmError> {
         if depth > MAX_EVAL_DEPTH {
-            return Err(self.err(e.col, "expression nested too deeply (or a recursive definition)"));
+            return Err(self.err(e.col, AsmErrorKind::RecursiveDefinition));
         }
         Ok(match &e.kind {
             ExprKind::Num(v) => *v,
@@ -308,7 +308,7 @@ impl Eval<'_> {
             ExprKind::Here => match self.here {
                 Some(h) => h,
                 None if self.lenient => 0,
-                None => return Err(self.err(e.col, "`$` is only defined inside a .mem or .write block")),
+                None => return Err(self.err(e.col, AsmErrorKind::DollarOutsideBlock)),
             },
             ExprKind::Neg(inner) => self.eval_at(inner, depth + 1)?.wrapping_neg(),
             ExprKind::Not(inner) => !self.eval_at(inner, depth + 1)?,
@@ -329,7 +329,7 @@ impl Eval<'_> {
                             if self.lenient {
                                 0
                             } else {
-                                return Err(self.err(e.col, "division by zero"));
+                                return Err(self.err(e.col, AsmErrorKind::DivisionByZero));
                             }
                         } else if *op == BinOp::Div {
                             a / b
@@ -357,7 +357,7 @@ impl Eval<'_> {
         if self.lenient {
             return Ok(0);
         }
-        Err(self.err(col, format!("undefined name `{name}`")))
+        Err(self.err(col, AsmErrorKind::UndefinedName(name.to_owned())))
     }
 
     fn size_of(&self, arg: &Expr) -> Result<u64, AsmError> {
@@ -365,9 +365,7 @@ impl Eval<'_> {
         match size {
             Some(s) => Ok(s),
             None if self.lenient => Ok(0),
-            None => {
-                Err(self.err(arg.col, "sizeof/dwords take a label of a .mem region, a .zero or a label inside one"))
-            }
+            None => Err(self.err(arg.col, AsmErrorKind::NoSize)),
         }
     }
 
@@ -376,13 +374,13 @@ impl Eval<'_> {
             if args.len() == n {
                 Ok(())
             } else {
-                Err(self.err(col, format!("{name}() takes {n} argument{}", if n == 1 { "" } else { "s" })))
+                Err(self.err(col, AsmErrorKind::FunctionArity { function: name.to_owned(), count: n }))
             }
         };
         let arg = |i: usize| -> Result<u64, AsmError> {
             match args.get(i) {
                 Some(a) => self.eval_at(a, depth + 1),
-                None => Err(self.err(col, format!("{name}() is missing an argument"))),
+                None => Err(self.err(col, AsmErrorKind::FunctionMissingArgument { function: name.to_owned() })),
             }
         };
         match name {
@@ -411,13 +409,13 @@ impl Eval<'_> {
                 [a, b] => {
                     let (a, b) = (self.eval_at(a, depth + 1)?, self.eval_at(b, depth + 1)?);
                     if b < a && !self.lenient {
-                        return Err(self.err(col, format!("dwords(start, end): end {b:#x} is below start {a:#x}")));
+                        return Err(self.err(col, AsmErrorKind::DwordsEndBelowStart { start: a, end: b }));
                     }
                     Ok(b.wrapping_sub(a) / 4)
                 }
-                _ => Err(self.err(col, "dwords() takes a label, or a start and an end")),
+                _ => Err(self.err(col, AsmErrorKind::DwordsArguments)),
             },
-            other => Err(self.err(col, format!("unknown function `{other}()`"))),
+            other => Err(self.err(col, AsmErrorKind::UnknownFunction(other.to_owned()))),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Splitting one source line into tokens.
 
-use super::AsmError;
+use super::{AsmError, AsmErrorKind};
 
 /// A token's kind.
 #[derive(Clone, Debug, PartialEq)]
@@ -25,8 +25,8 @@ pub(crate) struct Token {
     pub col: usize,
 }
 
-fn err(line: usize, col: usize, message: impl Into<String>) -> AsmError {
-    AsmError { line, column: col, message: message.into() }
+fn err(line: usize, col: usize, kind: AsmErrorKind) -> AsmError {
+    AsmError::new(line, col, kind)
 }
 
 fn is_ident_start(c: char) -> bool {
@@ -113,7 +113,7 @@ pub(crate) fn tokenize(chars: &[char], line: usize) -> Result<Vec<Token>, AsmErr
             '~' => "~",
             ':' => ":",
             '$' => "$",
-            other => return Err(err(line, col, format!("unexpected character {other:?}"))),
+            other => return Err(err(line, col, AsmErrorKind::UnexpectedCharacter(other))),
         };
         tokens.push(Token { tok: Tok::Punct(p), col });
         i += 1;
@@ -138,7 +138,7 @@ fn number(chars: &[char], start: usize, line: usize) -> Result<(Tok, usize), Asm
     }
     let text: String = chars.get(start..i).unwrap_or(&[]).iter().filter(|&&c| c != '_').collect();
     let lower = text.to_ascii_lowercase();
-    let bad = || err(line, col, format!("bad number {text:?}"));
+    let bad = || err(line, col, AsmErrorKind::BadNumber(text.clone()));
     let value = if let Some(hex) = lower.strip_prefix("0x") {
         u64::from_str_radix(hex, 16).map_err(|_| bad())?
     } else if let Some(bin) = lower.strip_prefix("0b") {
@@ -159,14 +159,14 @@ pub(crate) fn string(chars: &[char], start: usize, line: usize) -> Result<(Vec<u
     let mut i = start + 1;
     loop {
         let Some(&c) = chars.get(i) else {
-            return Err(err(line, start + 1, "unterminated string"));
+            return Err(err(line, start + 1, AsmErrorKind::UnterminatedString));
         };
         i += 1;
         match c {
             '"' => return Ok((out, i)),
             '\\' => {
                 let Some(&e) = chars.get(i) else {
-                    return Err(err(line, i, "unterminated string"));
+                    return Err(err(line, i, AsmErrorKind::UnterminatedString));
                 };
                 i += 1;
                 match e {
@@ -181,11 +181,11 @@ pub(crate) fn string(chars: &[char], start: usize, line: usize) -> Result<(Vec<u
                         let v = u8::from_str_radix(&hex, 16)
                             .ok()
                             .filter(|_| hex.len() == 2)
-                            .ok_or_else(|| err(line, i - 1, "\\x needs two hex digits"))?;
+                            .ok_or_else(|| err(line, i - 1, AsmErrorKind::HexEscapeDigits))?;
                         out.push(v);
                         i += 2;
                     }
-                    other => return Err(err(line, i - 1, format!("unknown escape \\{other}"))),
+                    other => return Err(err(line, i - 1, AsmErrorKind::UnknownEscape(other))),
                 }
             }
             other => {

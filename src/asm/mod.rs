@@ -4,7 +4,7 @@
 //! (`docs/trace-format.md`). Nothing is optimised or reordered: every
 //! statement becomes exactly the dwords it names, and every directive
 //! exactly one chunk, in source order. Errors carry the line and column
-//! ([`AsmError`]); no input makes it panic.
+//! ([`AsmError`], what is wrong being an [`AsmErrorKind`]); no input makes it panic.
 //!
 //! # Lines
 //!
@@ -150,21 +150,12 @@
 
 mod build;
 mod encode;
+mod error;
 mod expr;
 pub(crate) mod lex;
 mod parse;
 
-/// An assembly error: where (1-based line and column, in characters) and why.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("line {line}, column {column}: {message}")]
-pub struct AsmError {
-    /// Line number, from 1.
-    pub line: usize,
-    /// Column, from 1, in characters.
-    pub column: usize,
-    /// What is wrong.
-    pub message: String,
-}
+pub use error::{AsmError, AsmErrorKind};
 
 /// Assembles `source` into the bytes of a trace file.
 pub fn assemble(source: &str) -> Result<Vec<u8>, AsmError> {
@@ -176,9 +167,21 @@ pub fn assemble(source: &str) -> Result<Vec<u8>, AsmError> {
 /// Assembles `source` and parses the result as a [`crate::trace::Trace`].
 pub fn assemble_trace(source: &str) -> Result<crate::trace::Trace, AsmError> {
     let bytes = assemble(source)?;
-    crate::trace::Trace::from_bytes(bytes).map_err(|e| AsmError {
-        line: 0,
-        column: 0,
-        message: format!("the assembled trace does not parse: {e}"),
-    })
+    crate::trace::Trace::from_bytes(bytes).map_err(|e| AsmError::new(0, 0, AsmErrorKind::TraceDoesNotParse(e)))
+}
+
+/// Encodes one packet statement that names no labels or constants (`$` is
+/// 0), as it would assemble inside a `.mem` block of a `family` source:
+/// the disassembler checks its `--source` statements with it.
+pub(crate) fn encode_statement(family: crate::regs::db::GpuFamily, text: &str) -> Result<Vec<u32>, AsmError> {
+    let chars: Vec<char> = text.chars().collect();
+    let line = parse::parse_line(&chars, 1)?;
+    match line.and_then(|l| l.stmt) {
+        Some(parse::Stmt::Data(parse::Data::Op { mnemonic, items })) => {
+            let symbols = expr::Symbols::default();
+            let ev = expr::Eval { symbols: &symbols, family, here: Some(0), lenient: false, line: 1 };
+            encode::encode(&mnemonic, &items, &ev, 1)
+        }
+        _ => Err(AsmError::new(1, 1, AsmErrorKind::ExpectedStatement)),
+    }
 }

@@ -2,7 +2,7 @@
 
 use super::expr::{Cursor, Expr};
 use super::lex::{self, Tok, Token};
-use super::AsmError;
+use super::{AsmError, AsmErrorKind};
 use crate::regs::db::GpuFamily;
 
 /// Bare words that set header flags of a packet.
@@ -86,8 +86,8 @@ pub(crate) struct Line {
     pub col: usize,
 }
 
-fn err(line: usize, col: usize, message: impl Into<String>) -> AsmError {
-    AsmError { line, column: col, message: message.into() }
+fn err(line: usize, col: usize, kind: AsmErrorKind) -> AsmError {
+    AsmError::new(line, col, kind)
 }
 
 /// Parses the whole source.
@@ -116,7 +116,7 @@ fn leading_word(chars: &[char], start: usize) -> (String, usize) {
     (chars.get(word_start..i).unwrap_or(&[]).iter().collect(), i)
 }
 
-fn parse_line(chars: &[char], number: usize) -> Result<Option<Line>, AsmError> {
+pub(crate) fn parse_line(chars: &[char], number: usize) -> Result<Option<Line>, AsmError> {
     // `.info` and `.note` take the rest of the line verbatim (no comments).
     let (word, after) = leading_word(chars, 0);
     let lower = word.to_ascii_lowercase();
@@ -134,7 +134,7 @@ fn parse_line(chars: &[char], number: usize) -> Result<Option<Line>, AsmError> {
         (cur.peek(), cur.peek_at(1))
     {
         if name.starts_with('.') {
-            return Err(err(number, *col, format!("`{name}` is not a valid label name")));
+            return Err(err(number, *col, AsmErrorKind::InvalidLabel(name.clone())));
         }
         labels.push((name.clone(), *col));
         cur.pos += 2;
@@ -147,7 +147,7 @@ fn parse_line(chars: &[char], number: usize) -> Result<Option<Line>, AsmError> {
     };
     let col = first.col;
     let Tok::Ident(word) = &first.tok else {
-        return Err(cur.error("expected a directive, a packet or a label"));
+        return Err(cur.error(AsmErrorKind::ExpectedStatement));
     };
     cur.pos += 1;
     // `name = expr` defines a constant.
@@ -168,7 +168,7 @@ fn expect_end(cur: &Cursor<'_>) -> Result<(), AsmError> {
     if cur.at_end() {
         Ok(())
     } else {
-        Err(cur.error("unexpected text after the statement"))
+        Err(cur.error(AsmErrorKind::TextAfterStatement))
     }
 }
 
@@ -188,7 +188,7 @@ fn expr_list(cur: &mut Cursor<'_>) -> Result<Vec<Expr>, AsmError> {
 fn exprs(cur: &mut Cursor<'_>, n: usize, what: &str) -> Result<Vec<Expr>, AsmError> {
     let list = expr_list(cur)?;
     if list.len() != n {
-        return Err(err(cur.line, cur.end_col, format!("{what} takes {n} operand{}", if n == 1 { "" } else { "s" })));
+        return Err(err(cur.line, cur.end_col, AsmErrorKind::OperandCount { directive: what.to_owned(), count: n }));
     }
     Ok(list)
 }
@@ -196,7 +196,7 @@ fn exprs(cur: &mut Cursor<'_>, n: usize, what: &str) -> Result<Vec<Expr>, AsmErr
 fn string_operand(cur: &mut Cursor<'_>, what: &str) -> Result<Vec<u8>, AsmError> {
     match cur.next() {
         Some(Token { tok: Tok::Str(bytes), .. }) => Ok(bytes.clone()),
-        _ => Err(err(cur.line, cur.col(), format!("{what} takes a string"))),
+        _ => Err(err(cur.line, cur.col(), AsmErrorKind::ExpectedString { directive: what.to_owned() })),
     }
 }
 
@@ -205,14 +205,14 @@ fn directive(word: &str, cur: &mut Cursor<'_>, col: usize) -> Result<Stmt, AsmEr
     let stmt = match word {
         ".gpu" => {
             let Some(Token { tok: Tok::Ident(name), col }) = cur.next() else {
-                return Err(cur.error(".gpu takes gfx10.3 or gfx7"));
+                return Err(cur.error(AsmErrorKind::GpuExpected));
             };
-            let family = name.parse::<GpuFamily>().map_err(|e| err(line, *col, e.to_string()))?;
+            let family = name.parse::<GpuFamily>().map_err(|e| err(line, *col, AsmErrorKind::UnknownGpu(e)))?;
             Stmt::Gpu(family)
         }
         ".equ" | ".set" => {
             let Some(Token { tok: Tok::Ident(name), .. }) = cur.next() else {
-                return Err(cur.error(format!("{word} takes a name and a value")));
+                return Err(cur.error(AsmErrorKind::NameAndValue { directive: word.to_owned() }));
             };
             cur.eat_punct(",");
             cur.eat_punct("=");
@@ -221,15 +221,14 @@ fn directive(word: &str, cur: &mut Cursor<'_>, col: usize) -> Result<Stmt, AsmEr
         ".mem" => {
             let mut list = expr_list(cur)?;
             if list.len() > 1 {
-                return Err(err(line, col, ".mem takes at most one operand (the address)"));
+                return Err(err(line, col, AsmErrorKind::MemOperands));
             }
             Stmt::Mem(list.pop())
         }
         ".write" => Stmt::Write(take_one(exprs(cur, 1, ".write")?, line, col)?),
         ".ancillary" => {
             let bytes = string_operand(cur, ".ancillary")?;
-            let tag: [u8; 4] =
-                bytes.as_slice().try_into().map_err(|_| err(line, col, "an ancillary tag is four characters"))?;
+            let tag: [u8; 4] = bytes.as_slice().try_into().map_err(|_| err(line, col, AsmErrorKind::AncillaryTag))?;
             Stmt::Ancillary(tag)
         }
         ".end" => Stmt::End,
@@ -237,7 +236,7 @@ fn directive(word: &str, cur: &mut Cursor<'_>, col: usize) -> Result<Stmt, AsmEr
             let mut list = exprs(cur, 2, ".zero")?.into_iter();
             match (list.next(), list.next()) {
                 (Some(address), Some(len)) => Stmt::Zero { address, len },
-                _ => return Err(err(line, col, ".zero takes an address and a length")),
+                _ => return Err(err(line, col, AsmErrorKind::ZeroOperands)),
             }
         }
         ".submit" => submit(cur, col)?,
@@ -258,7 +257,7 @@ fn directive(word: &str, cur: &mut Cursor<'_>, col: usize) -> Result<Stmt, AsmEr
             let mut list = list.into_iter();
             match (list.next(), list.next(), list.next()) {
                 (Some(header), Some(code), None) => Stmt::Shader { header, code, relocated },
-                _ => return Err(err(line, col, ".shader takes a header address, a code address and `relocated`")),
+                _ => return Err(err(line, col, AsmErrorKind::ShaderOperands)),
             }
         }
         ".dw" | ".dword" | ".long" => Stmt::Data(Data::Dw(expr_list(cur)?)),
@@ -289,19 +288,19 @@ fn directive(word: &str, cur: &mut Cursor<'_>, col: usize) -> Result<Stmt, AsmEr
             let mut list = expr_list(cur)?.into_iter();
             match (list.next(), list.next(), list.next()) {
                 (Some(count), value, None) => Stmt::Data(Data::Fill { count, value }),
-                _ => return Err(err(line, col, ".fill takes a dword count and an optional value")),
+                _ => return Err(err(line, col, AsmErrorKind::FillOperands)),
             }
         }
         ".align" => Stmt::Data(Data::Align(take_one(exprs(cur, 1, ".align")?, line, col)?)),
         ".space" | ".skip" => Stmt::Data(Data::Space(take_one(exprs(cur, 1, word)?, line, col)?)),
-        other => return Err(err(line, col, format!("unknown directive `{other}`"))),
+        other => return Err(err(line, col, AsmErrorKind::UnknownDirective(other.to_owned()))),
     };
     expect_end(cur)?;
     Ok(stmt)
 }
 
 fn take_one(list: Vec<Expr>, line: usize, col: usize) -> Result<Expr, AsmError> {
-    list.into_iter().next().ok_or_else(|| err(line, col, "missing operand"))
+    list.into_iter().next().ok_or_else(|| err(line, col, AsmErrorKind::MissingOperand))
 }
 
 fn submit(cur: &mut Cursor<'_>, col: usize) -> Result<Stmt, AsmError> {
@@ -312,12 +311,12 @@ fn submit(cur: &mut Cursor<'_>, col: usize) -> Result<Stmt, AsmError> {
             QueueSpec::Index(queue_index(name).unwrap_or(0))
         }
         Some(_) => QueueSpec::Expr(cur.expr()?),
-        None => return Err(err(line, col, ".submit takes a queue, an address and a size in dwords")),
+        None => return Err(err(line, col, AsmErrorKind::SubmitOperands)),
     };
     let mut list = expr_list(cur)?.into_iter();
     match (list.next(), list.next(), list.next()) {
         (Some(address), size, None) => Ok(Stmt::Submit { queue, address, size }),
-        _ => Err(err(line, col, ".submit takes a queue, an address and a size in dwords")),
+        _ => Err(err(line, col, AsmErrorKind::SubmitOperands)),
     }
 }
 
@@ -389,7 +388,7 @@ fn info(rest: &[char], offset: usize, line: usize) -> Result<Stmt, AsmError> {
             i += 1;
         }
         if rest.get(i) != Some(&'"') {
-            return Err(err(line, offset + i + 1, ".info \"key\" needs a quoted value"));
+            return Err(err(line, offset + i + 1, AsmErrorKind::InfoQuotedValue));
         }
         let (value, j) = lex::string(rest, i, line).map_err(|e| shift(e, offset))?;
         trailing_comment_only(rest, j, offset, line)?;
@@ -399,11 +398,11 @@ fn info(rest: &[char], offset: usize, line: usize) -> Result<Stmt, AsmError> {
     }
     let text: String = rest.get(start..).unwrap_or(&[]).iter().collect();
     let Some((key, value)) = text.split_once('=') else {
-        return Err(err(line, col, ".info takes key=value"));
+        return Err(err(line, col, AsmErrorKind::InfoForm));
     };
     let key = key.trim_end();
     if key.is_empty() {
-        return Err(err(line, col, ".info needs a key before `=`"));
+        return Err(err(line, col, AsmErrorKind::InfoKey));
     }
     Ok(Stmt::Info { key: key.to_owned(), value: value.to_owned() })
 }
@@ -423,7 +422,7 @@ fn trailing_comment_only(rest: &[char], from: usize, offset: usize, line: usize)
     let tail = rest.get(from..).unwrap_or(&[]);
     let cut = lex::comment_start(tail);
     match tail.get(..cut).unwrap_or(&[]).iter().position(|c| !c.is_whitespace()) {
-        Some(p) => Err(err(line, offset + from + p + 1, "unexpected text after the string")),
+        Some(p) => Err(err(line, offset + from + p + 1, AsmErrorKind::TextAfterString)),
         None => Ok(()),
     }
 }
@@ -434,5 +433,5 @@ fn shift(mut e: AsmError, offset: usize) -> AsmError {
 }
 
 fn utf8(bytes: Vec<u8>, line: usize, col: usize) -> Result<String, AsmError> {
-    String::from_utf8(bytes).map_err(|_| err(line, col, "text is not valid UTF-8"))
+    String::from_utf8(bytes).map_err(|_| err(line, col, AsmErrorKind::NotUtf8))
 }

@@ -10,11 +10,16 @@
 //!
 //! Inside a block, each dword where the static walk (over every
 //! submission) found a packet is written as that packet's statement, chosen
-//! so that it assembles to exactly the same dwords: the opcode by name with
-//! its raw body (`SET_SH_REG` with the register by name when the first
-//! dword is a plain offset), `NOP` for the one-dword pads (runs of them as
-//! `.fill`), `TYPE0`/`TYPE2` for those packet types. The decoded fields
-//! follow as a `;` comment. Everything else (data, packets whose header has
+//! so that it assembles to exactly the same dwords: the opcodes the
+//! assembler has a key=value form for are written in it, their keys and
+//! values taken from the typed body's `fields()` (`WAIT_REG_MEM function=eq
+//! mem=memory addr=0x2000 ...`); other opcodes by name with their raw body
+//! (`SET_SH_REG` with the register by name when the first dword is a plain
+//! offset) and the decoded fields as a `;` comment; `NOP` for the
+//! one-dword pads (runs of them as `.fill`), `TYPE0`/`TYPE2` for those
+//! packet types. A field statement is only written when the assembler turns
+//! it back into exactly the packet's dwords (a body with bits no key sets,
+//! such as a cache policy, keeps the raw form). Everything else (data, packets whose header has
 //! reserved bits set, packets that run past the block, type-1 dwords) is
 //! written as `.dw` lines, runs of one value as `.fill`, and trailing bytes
 //! as `.db`. A raw input becomes one `.mem` block and one `.submit gfx`.
@@ -25,7 +30,9 @@ use std::io;
 use super::fields::{decode_fields, register_base};
 use super::{queue_name, Disassembler};
 use crate::asm::lex::quote;
-use crate::packet::{split_packet, Header, Packet, PacketLocation, PacketType, NOP_PAD, TYPE2_FILLER};
+use crate::packet::body::AnyBody;
+use crate::packet::field::FieldValue;
+use crate::packet::{split_packet, Header, Opcode, Packet, PacketLocation, PacketType, NOP_PAD, TYPE2_FILLER};
 use crate::regs::db::{self, GpuFamily};
 use crate::trace::TraceEvent;
 
@@ -236,6 +243,9 @@ fn packet_statement(family: GpuFamily, words: &[u32], address: u64) -> Option<(S
             let op = header.opcode();
             let name = op.name().map_or_else(|| format!("PKT3 {:#04x}", op.0), str::to_owned);
             let flags = flag_words(h);
+            if let Some(text) = field_statement(family, op, &format!("{name}{flags}"), body, words.get(..len)?) {
+                return Some((format!("{text} ; {address:#x}"), len));
+            }
             match (body.split_first(), register_base(op)) {
                 (None, _) => format!("{name}{flags}"),
                 (Some((&dw0, values)), Some(base)) if dw0 & 0x0FFF_0000 == 0 && !values.is_empty() => {
@@ -274,3 +284,151 @@ fn comment(family: GpuFamily, p: &Packet<'_>, address: u64) -> String {
     }
     s
 }
+
+/// The assembler key of each body field that the assembler's key=value form
+/// of `op` takes, in the order they are written (list-valued keys last).
+fn field_keys(op: Opcode) -> Option<&'static [(&'static str, &'static str)]> {
+    Some(match op {
+        Opcode::WAIT_REG_MEM | Opcode::WAIT_REG_MEM64 => &[
+            ("FUNCTION", "function"),
+            ("MEM_SPACE", "mem"),
+            ("ADDR", "addr"),
+            ("REG", "reg"),
+            ("REFERENCE", "ref"),
+            ("MASK", "mask"),
+            ("OPERATION", "operation"),
+            ("ENGINE", "engine"),
+            ("POLL_INTERVAL", "poll"),
+        ],
+        Opcode::WRITE_DATA => &[
+            ("DST_SEL", "dst"),
+            ("DST", "addr"),
+            ("WR_ONE_ADDR", "one_addr"),
+            ("WR_CONFIRM", "wr_confirm"),
+            ("ENGINE", "engine"),
+            ("VALUES", "data"),
+        ],
+        Opcode::RELEASE_MEM => &[
+            ("EVENT", "event"),
+            ("EVENT_INDEX", "index"),
+            ("GCR_CNTL", "gcr"),
+            ("DST_SEL", "dst"),
+            ("INT_SEL", "int"),
+            ("DATA_SEL", "data_sel"),
+            ("ADDR", "addr"),
+            ("DATA", "data"),
+            ("INT_CTXID", "ctxid"),
+        ],
+        Opcode::EVENT_WRITE => &[("EVENT", "event"), ("EVENT_INDEX", "index"), ("ADDR", "addr")],
+        Opcode::INDIRECT_BUFFER | Opcode::INDIRECT_BUFFER_CONST => &[
+            ("IB_BASE", "addr"),
+            ("IB_SIZE", "size"),
+            ("CHAIN", "chain"),
+            ("VALID", "valid"),
+            ("PRE_ENA", "pre_ena"),
+            ("VMID", "vmid"),
+        ],
+        Opcode::COPY_DATA => &[
+            ("SRC_SEL", "src_sel"),
+            ("SRC", "src"),
+            ("DST_SEL", "dst_sel"),
+            ("DST", "dst"),
+            ("COUNT_SEL", "count_sel"),
+            ("WR_CONFIRM", "wr_confirm"),
+            ("ENGINE", "engine"),
+        ],
+        Opcode::DMA_DATA => &[
+            ("SRC_SEL", "src_sel"),
+            ("SRC", "src"),
+            ("DST_SEL", "dst_sel"),
+            ("DST", "dst"),
+            ("BYTE_COUNT", "size"),
+            ("SAS", "sas"),
+            ("DAS", "das"),
+            ("SAIC", "saic"),
+            ("DAIC", "daic"),
+            ("CP_SYNC", "cp_sync"),
+            ("ENGINE", "engine"),
+        ],
+        Opcode::ACQUIRE_MEM => &[
+            ("COHER_CNTL", "cntl"),
+            ("ENGINE", "engine"),
+            ("COHER_SIZE", "size"),
+            ("COHER_BASE", "base"),
+            ("POLL_INTERVAL", "poll"),
+            ("GCR_CNTL", "gcr"),
+        ],
+        Opcode::DISPATCH_DIRECT => {
+            &[("DIM_X", "x"), ("DIM_Y", "y"), ("DIM_Z", "z"), ("DISPATCH_INITIATOR", "initiator")]
+        }
+        Opcode::DRAW_INDEX_AUTO => &[("INDEX_COUNT", "count"), ("DRAW_INITIATOR", "initiator")],
+        _ => return None,
+    })
+}
+
+/// A field's value as the assembler reads it; `None` when it has no
+/// assembler spelling (a reserved selector, a raw layout dword).
+fn asm_value(family: GpuFamily, value: &FieldValue<'_>) -> Option<String> {
+    Some(match *value {
+        FieldValue::Dec(v) => v.to_string(),
+        FieldValue::Hex(v) => format!("{v:#x}"),
+        FieldValue::Flag(v) => u8::from(v).to_string(),
+        FieldValue::Selector(v, _) => v.to_string(),
+        FieldValue::Name(n) if n == "reserved" || n == "other" => return None,
+        FieldValue::Name(n) => n.to_ascii_lowercase(),
+        FieldValue::HexList(values) => hex_list(values),
+        FieldValue::Event(e) => db::event_name(family, e).map_or_else(|| e.to_string(), str::to_owned),
+        _ => return None,
+    })
+}
+
+/// The packet as the assembler's key=value form of its opcode, built from
+/// the typed body's fields; `None` when the opcode has no such form or the
+/// statement would not assemble back to exactly `packet` (its header and
+/// body dwords).
+fn field_statement(family: GpuFamily, op: Opcode, head: &str, body: &[u32], packet: &[u32]) -> Option<String> {
+    let keys = field_keys(op)?;
+    let decoded = AnyBody::decode(op, body).ok()??;
+    let fields = decoded.fields();
+    // Drivers write 48-bit addresses sign-extended to 64 bits (the canonical
+    // form), which the typed bodies keep as 48 bits: try that form first.
+    for canonical in [true, false] {
+        let mut text = head.to_owned();
+        for &(field, key) in keys {
+            let Some(f) = fields.iter().find(|f| f.name == field) else { continue };
+            let value = match (&decoded, field, f.value) {
+                // COHER_SIZE_HI's bits above the 40-bit size go with the size.
+                (AnyBody::AcquireMem(a), "COHER_SIZE", _) => {
+                    format!("{:#x}", a.size | (u64::from(a.size_hi_rest) << 40))
+                }
+                (_, _, FieldValue::Hex(v)) if canonical && ADDRESS_KEYS.contains(&key) && v >> 47 == 1 => {
+                    format!("{:#x}", v | 0xFFFF_0000_0000_0000)
+                }
+                _ => asm_value(family, &f.value)?,
+            };
+            text.push(' ');
+            text.push_str(key);
+            text.push('=');
+            text.push_str(&value);
+        }
+        // DMA_DATA bits its fields leave to the raw layout dwords.
+        if let AnyBody::DmaData(d) = &decoded {
+            let extra = [
+                ("raw_wait", u32::from(d.raw_wait)),
+                ("dis_wc", u32::from(d.disable_write_confirm)),
+                ("src_cache_policy", d.cache_policies.0),
+                ("dst_cache_policy", d.cache_policies.1),
+            ];
+            for (key, v) in extra.into_iter().filter(|&(_, v)| v != 0) {
+                text.push_str(&format!(" {key}={v}"));
+            }
+        }
+        if crate::asm::encode_statement(family, &text).ok().as_deref() == Some(packet) {
+            return Some(text);
+        }
+    }
+    None
+}
+
+/// The keys that hold a 64-bit address.
+const ADDRESS_KEYS: [&str; 3] = ["addr", "src", "dst"];

@@ -1,14 +1,17 @@
 //! The text listing of [`super::Disassembler::write_text`], written straight
 //! from each packet's dwords into one reused byte buffer: hex and decimal
 //! digits by hand, names as the database's `&'static str`, no allocation
-//! for register writes (most of a stream). Other packets' fields come from
-//! [`super::decode_fields`]. The text is exactly what [`super::PacketRecord`]
-//! printing gives (module docs of [`super`]).
+//! for register writes (most of a stream); other packets' fields from their
+//! typed body's `fields()`, each value written into the buffer as
+//! [`super::decode_fields`] would show it, without building strings. The
+//! text is exactly what [`super::PacketRecord`] printing gives (module docs
+//! of [`super`]).
 
 use std::io;
 
-use super::{decode_fields, register_base, Diagnostic, Field, Submission};
-use crate::packet::body::{Body, SetRegisters};
+use super::{register_base, Diagnostic, Submission};
+use crate::packet::body::{AnyBody, Body, SetRegisters};
+use crate::packet::field::{BodyField, FieldValue, Layout};
 use crate::packet::{Header, Packet, PacketLocation, PacketType};
 use crate::regs::db::{self, FieldInfo, GpuFamily};
 
@@ -22,11 +25,30 @@ pub(crate) struct TextWriter<'o> {
     per_line: usize,
     family: GpuFamily,
     error: Option<io::Error>,
+    /// The body fields' allocation, reused from packet to packet.
+    scratch: Vec<BodyField<'static>>,
+}
+
+/// An empty vector of fields of another lifetime, in the same allocation
+/// (collecting from a vector's own iterator into elements of the same
+/// layout reuses its buffer).
+// `filter_map` (not `filter`) is what gives the elements the new lifetime.
+#[allow(clippy::unnecessary_filter_map)]
+fn recycle<'x>(mut fields: Vec<BodyField<'_>>) -> Vec<BodyField<'x>> {
+    fields.clear();
+    fields.into_iter().filter_map(|_| None).collect()
 }
 
 impl<'o> TextWriter<'o> {
     pub(crate) fn new(out: &'o mut dyn io::Write, per_line: usize, family: GpuFamily) -> Self {
-        TextWriter { out, buf: Vec::with_capacity(FLUSH_AT + 4096), per_line: per_line.max(1), family, error: None }
+        TextWriter {
+            out,
+            buf: Vec::with_capacity(FLUSH_AT + 4096),
+            per_line: per_line.max(1),
+            family,
+            error: None,
+            scratch: Vec::with_capacity(32),
+        }
     }
 
     /// Hands the gathered bytes to the output when enough are gathered.
@@ -131,10 +153,10 @@ impl<'o> TextWriter<'o> {
             self.put(b" compute");
         }
 
-        // Fields: register writes straight from the dwords, the rest
-        // through the field decoder.
+        // Fields: register writes straight from the dwords, the rest from
+        // the typed body's fields, written straight into the buffer.
         let mut registers: Option<(u32, &[u32])> = None;
-        let mut fields: Vec<Field> = Vec::new();
+        let mut fields: Vec<BodyField<'_>> = recycle(std::mem::take(&mut self.scratch));
         let mut decode_problem: Option<String> = None;
         if problem.is_none() {
             match header.packet_type() {
@@ -152,18 +174,16 @@ impl<'o> TextWriter<'o> {
                         }
                         Err(e) => decode_problem = Some(e.to_string()),
                     },
-                    None => match decode_fields(self.family, &packet) {
-                        Ok(f) => fields = f,
+                    None => match AnyBody::decode(header.opcode(), body) {
+                        Ok(Some(decoded)) => decoded.fields_into(&mut fields),
+                        Ok(None) => {}
                         Err(e) => decode_problem = Some(e.to_string()),
                     },
                 },
             }
         }
-        for f in fields.iter().filter(|f| f.register.is_none()) {
-            self.buf.push(b' ');
-            self.put(f.name.as_bytes());
-            self.buf.push(b'=');
-            self.put(f.value.as_bytes());
+        for f in &fields {
+            self.line_field(f);
         }
         self.trim_line_end(line_start);
         self.buf.push(b'\n');
@@ -191,30 +211,9 @@ impl<'o> TextWriter<'o> {
             }
         }
         for f in &fields {
-            match (&f.register, &f.bits) {
-                (Some(reg), bits) => {
-                    self.detail_indent(depth);
-                    self.put(f.name.as_bytes());
-                    self.put(b" (");
-                    self.hex_prefixed(u64::from(*reg), 4);
-                    self.put(b") <- ");
-                    self.put(f.value.as_bytes());
-                    if let Some(bits) = bits {
-                        self.put(b": ");
-                        self.put(bits.as_bytes());
-                    }
-                    self.buf.push(b'\n');
-                }
-                (None, Some(bits)) => {
-                    self.detail_indent(depth);
-                    self.put(f.name.as_bytes());
-                    self.put(b": ");
-                    self.put(bits.as_bytes());
-                    self.buf.push(b'\n');
-                }
-                (None, None) => {}
-            }
+            self.detail_field(depth, f);
         }
+        self.scratch = recycle(fields);
         if let Some(problem) = problem.or(decode_problem.as_deref()) {
             self.detail_indent(depth);
             self.put(b"! ");
@@ -222,6 +221,114 @@ impl<'o> TextWriter<'o> {
             self.buf.push(b'\n');
         }
         self.maybe_flush();
+    }
+
+    /// ` NAME=VALUE` on the packet line for a body field the database can
+    /// show (what [`super::decode_fields`] keeps, register writes aside).
+    fn line_field(&mut self, f: &BodyField<'_>) {
+        match f.value {
+            FieldValue::RegisterWrite { .. } => {}
+            FieldValue::Register(r) => {
+                self.field_name(f.name);
+                self.register_name(r);
+            }
+            FieldValue::Event(e) => {
+                if let Some(name) = db::event_name(self.family, e) {
+                    self.field_name(f.name);
+                    self.put(name.as_bytes());
+                }
+            }
+            FieldValue::Raw(v) => {
+                if self.layout_fields(f.layout).is_some() {
+                    self.field_name(f.name);
+                    self.hex_prefixed(u64::from(v), 8);
+                }
+            }
+            ref value => {
+                self.field_name(f.name);
+                self.field_value(value);
+            }
+        }
+    }
+
+    /// ` NAME=`
+    fn field_name(&mut self, name: &str) {
+        self.buf.push(b' ');
+        self.put(name.as_bytes());
+        self.buf.push(b'=');
+    }
+
+    /// A register's name from the database, `REG_0x%04x` without one.
+    fn register_name(&mut self, register: u32) {
+        match db::register(self.family, register) {
+            Some(info) => self.put(info.name.as_bytes()),
+            None => {
+                self.put(b"REG_");
+                self.hex_prefixed(u64::from(register), 4);
+            }
+        }
+    }
+
+    /// A field value as its `Display` writes it.
+    fn field_value(&mut self, value: &FieldValue<'_>) {
+        match *value {
+            FieldValue::Dec(v) => self.decimal(v),
+            FieldValue::Hex(v) => self.hex_prefixed(v, 1),
+            FieldValue::Flag(v) => self.buf.push(if v { b'1' } else { b'0' }),
+            FieldValue::Name(n) => self.put(n.as_bytes()),
+            FieldValue::Selector(v, n) => {
+                self.decimal(u64::from(v));
+                self.buf.push(b'(');
+                self.put(n.as_bytes());
+                self.buf.push(b')');
+            }
+            FieldValue::Raw(v) | FieldValue::RegisterWrite { value: v, .. } => self.hex_prefixed(u64::from(v), 8),
+            FieldValue::HexList(values) => {
+                for (i, &v) in values.iter().take(8).enumerate() {
+                    if i > 0 {
+                        self.buf.push(b',');
+                    }
+                    self.hex_prefixed(u64::from(v), 1);
+                }
+                if values.len() > 8 {
+                    self.put(b",...");
+                }
+            }
+            ref other => {
+                // Writing to a Vec cannot fail.
+                let _ = io::Write::write_fmt(&mut self.buf, format_args!("{other}"));
+            }
+        }
+    }
+
+    /// The bitfields that describe a field's layout on this family, if the
+    /// database has any.
+    fn layout_fields(&self, layout: Option<Layout>) -> Option<&'static [FieldInfo]> {
+        let fields = match layout? {
+            Layout::PacketType(t) => db::packet_field_type(t, self.family)?.fields,
+            Layout::Register(r) => db::register_by_name(self.family, r)?.fields,
+        };
+        (!fields.is_empty()).then_some(fields)
+    }
+
+    /// A body field's detail line: a register write with its bitfields, or
+    /// a layout dword's bitfields.
+    fn detail_field(&mut self, depth: u32, f: &BodyField<'_>) {
+        if let FieldValue::RegisterWrite { register, value } = f.value {
+            self.register_line(depth, register, value);
+            return;
+        }
+        let value = match f.value {
+            FieldValue::Dec(v) | FieldValue::Hex(v) => v as u32,
+            FieldValue::Raw(v) | FieldValue::Selector(v, _) | FieldValue::Flags(v, _) => v,
+            _ => return,
+        };
+        let Some(bitfields) = self.layout_fields(f.layout) else { return };
+        self.detail_indent(depth);
+        self.put(f.name.as_bytes());
+        self.put(b": ");
+        self.bitfields(bitfields, value);
+        self.buf.push(b'\n');
     }
 
     /// `DETAIL NAME (0xREG) <- 0xVALUE: FIELD = X, ...`

@@ -11,14 +11,12 @@
 //! - [`gnm`]: PS4 — the `OrbShdr` block after the code, its CRC, and the
 //!   `Shdr` shader-binary file;
 //! - [`dvlb`]: the 3DS `DVLB` shader binary (for inspection only);
-//! - [`builder`]: writers for all of them, for tests and tools;
 //! - [`inspect`]: recognising a file by its magic and describing it.
 //!
 //! Facts and their sources are in `shader-containers.md` of the shared
 //! reference; section numbers cited in comments (§1.11, …) refer to it.
 
 pub mod agc;
-pub mod builder;
 mod bytes;
 #[cfg(feature = "legacy-shaders")]
 pub mod dvlb;

@@ -74,10 +74,24 @@ impl Entries {
 ///
 /// ```
 /// use pm4core::memory::SparseMemory;
-/// use pm4core::shader::{builder::AgcBuilder, ShaderRegistry, ShaderType};
+/// use pm4core::shader::agc::{offsets, AGC_MAGIC, AGC_VERSION, HEADER_LEN, REGISTER_ENTRY_LEN};
+/// use pm4core::shader::ShaderRegistry;
 ///
+/// // A small compute container: the header, then its SH register table
+/// // with the program address pair (pointers are self-relative).
+/// let size = HEADER_LEN + 2 * REGISTER_ENTRY_LEN;
+/// let mut container = vec![0u8; size as usize];
+/// let mut put = |at: u32, value: u32| container[at as usize..][..4].copy_from_slice(&value.to_le_bytes());
+/// put(offsets::MAGIC, AGC_MAGIC);
+/// put(offsets::VERSION, AGC_VERSION);
+/// put(offsets::SH_REGISTERS, HEADER_LEN - offsets::SH_REGISTERS);
+/// put(offsets::INPUT_SEMANTICS, HEADER_LEN - offsets::INPUT_SEMANTICS);
+/// put(offsets::HEADER_SIZE, size);
+/// put(offsets::SHADER_SIZE, 0x100);
+/// put(offsets::NUM_SH_REGISTERS, 2);
+/// put(HEADER_LEN, 0x20C); // COMPUTE_PGM_LO (SH offset); the value is patched
+/// put(HEADER_LEN + REGISTER_ENTRY_LEN, 0x20D); // COMPUTE_PGM_HI
 /// let memory = SparseMemory::new();
-/// let container = AgcBuilder::new(ShaderType::Compute).build();
 /// memory.map_bytes(0x1000, &container).unwrap();
 /// memory.map_zeroed(0x10_0000, 0x1000).unwrap();
 /// let registry = ShaderRegistry::new();

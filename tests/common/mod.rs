@@ -1,6 +1,9 @@
-//! Helpers shared by the processor tests: the packet builder and a harness
-//! that runs one processor over sparse memory with a recording backend.
+//! Helpers shared by the tests: the packet builder, a harness that runs one
+//! processor over sparse memory with a recording backend, and the shader
+//! container writers ([`shader_builder`]).
 #![allow(dead_code)]
+
+pub mod shader_builder;
 
 use pm4core::backend::{QueueId, RecordingBackend};
 use pm4core::memory::{GuestMemory, SparseMemory};

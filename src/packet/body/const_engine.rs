@@ -29,12 +29,12 @@ impl<'a> Body<'a> for WriteConstRam<'a> {
         out.extend_from_slice(self.data);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("OFFSET", V::Hex(self.offset.into())),
             BodyField::new("DATA", V::Dec(self.data.len() as u64)),
             BodyField::new("VALUES", V::HexList(self.data)),
-        ]
+        ])
     }
 }
 
@@ -70,12 +70,12 @@ impl<'a> Body<'a> for LoadConstRam {
         ]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("ADDR", V::Hex(self.address)),
             BodyField::new("NUM_DWORDS", V::Dec(self.num_dwords.into())),
             BodyField::new("START", V::Hex(self.start.into())),
-        ]
+        ])
     }
 }
 
@@ -127,14 +127,14 @@ impl<'a> Body<'a> for DumpConstRam {
         }
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
         let name = if self.opcode == Opcode::DUMP_CONST_RAM_OFFSET { "DST_OFFSET" } else { "ADDR" };
-        vec![
+        out.extend([
             BodyField::new("OFFSET", V::Hex(self.offset.into())),
             BodyField::new("INCREMENT_CE", V::Flag(self.increment_ce)),
             BodyField::new("NUM_DWORDS", V::Dec(self.num_dwords.into())),
             BodyField::new(name, V::Hex(self.destination)),
-        ]
+        ])
     }
 }
 
@@ -159,8 +159,8 @@ impl<'a> Body<'a> for IncrementCeCounter {
         out.push(put(self.select, 0, 1));
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![BodyField::new("CNTRSEL", V::Dec(self.select.into()))]
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([BodyField::new("CNTRSEL", V::Dec(self.select.into()))])
     }
 }
 
@@ -184,8 +184,8 @@ impl<'a> Body<'a> for WaitOnDeCounterDiff {
         out.push(self.diff);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![BodyField::new("DIFF", V::Dec(self.diff.into()))]
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([BodyField::new("DIFF", V::Dec(self.diff.into()))])
     }
 }
 

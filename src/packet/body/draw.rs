@@ -228,31 +228,31 @@ impl<'a> Body<'a> for DrawBody {
         }
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
         let dec = |name, v: u32| BodyField::new(name, V::Dec(v.into()));
         let hex = |name, v: u32| BodyField::new(name, V::Hex(v.into()));
         let initiator = BodyField::with_layout("DRAW_INITIATOR", V::Hex(self.initiator().into()), DRAW_INITIATOR);
         match *self {
-            Self::Index2 { max_size, index_base, index_count, .. } => vec![
+            Self::Index2 { max_size, index_base, index_count, .. } => out.extend([
                 dec("MAX_SIZE", max_size),
                 BodyField::new("INDEX_BASE", V::Hex(index_base)),
                 dec("INDEX_COUNT", index_count),
                 initiator,
-            ],
-            Self::IndexAuto { index_count, .. } => vec![dec("INDEX_COUNT", index_count), initiator],
-            Self::IndexOffset2 { max_size, index_offset, index_count, .. } => vec![
+            ]),
+            Self::IndexAuto { index_count, .. } => out.extend([dec("INDEX_COUNT", index_count), initiator]),
+            Self::IndexOffset2 { max_size, index_offset, index_count, .. } => out.extend([
                 dec("MAX_SIZE", max_size),
                 dec("INDEX_OFFSET", index_offset),
                 dec("INDEX_COUNT", index_count),
                 initiator,
-            ],
-            Self::Indirect { data_offset, base_vtx_loc, start_indx_loc, start_inst_loc, .. } => vec![
+            ]),
+            Self::Indirect { data_offset, base_vtx_loc, start_indx_loc, start_inst_loc, .. } => out.extend([
                 hex("DATA_OFFSET", data_offset),
                 hex("BASE_VTX_LOC", base_vtx_loc),
                 hex("START_INDX_LOC", start_indx_loc),
                 hex("START_INST_LOC", start_inst_loc),
                 initiator,
-            ],
+            ]),
             Self::IndirectMulti {
                 data_offset,
                 base_vtx_loc,
@@ -264,7 +264,7 @@ impl<'a> Body<'a> for DrawBody {
                 count_address,
                 stride,
                 ..
-            } => vec![
+            } => out.extend([
                 hex("DATA_OFFSET", data_offset),
                 hex("BASE_VTX_LOC", base_vtx_loc),
                 hex("START_INST_LOC", start_inst_loc),
@@ -275,14 +275,14 @@ impl<'a> Body<'a> for DrawBody {
                 BodyField::new("COUNT_ADDR", V::Hex(count_address)),
                 dec("STRIDE", stride),
                 initiator,
-            ],
-            Self::IndexMultiAuto { prim_count, index_offset, prim_type, index_count, .. } => vec![
+            ]),
+            Self::IndexMultiAuto { prim_count, index_offset, prim_type, index_count, .. } => out.extend([
                 dec("PRIM_COUNT", prim_count),
                 initiator,
                 dec("INDEX_OFFSET", index_offset),
                 dec("PRIM_TYPE", prim_type),
                 dec("INDEX_COUNT", index_count),
-            ],
+            ]),
         }
     }
 }
@@ -309,14 +309,14 @@ impl<'a> Body<'a> for DispatchDirect {
         out.push(self.initiator);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
         let [x, y, z] = self.dims;
-        vec![
+        out.extend([
             BodyField::new("DIM_X", V::Dec(x.into())),
             BodyField::new("DIM_Y", V::Dec(y.into())),
             BodyField::new("DIM_Z", V::Dec(z.into())),
             BodyField::with_layout("DISPATCH_INITIATOR", V::Hex(self.initiator.into()), DISPATCH_INITIATOR),
-        ]
+        ])
     }
 }
 
@@ -351,14 +351,14 @@ impl<'a> Body<'a> for DispatchIndirect {
         }
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
         let (first, initiator) = match *self {
             Self::Offset { data_offset, initiator } => {
                 (BodyField::new("DATA_OFFSET", V::Hex(data_offset.into())), initiator)
             }
             Self::Address { address, initiator } => (BodyField::new("ADDR", V::Hex(address)), initiator),
         };
-        vec![first, BodyField::with_layout("DISPATCH_INITIATOR", V::Hex(initiator.into()), DISPATCH_INITIATOR)]
+        out.extend([first, BodyField::with_layout("DISPATCH_INITIATOR", V::Hex(initiator.into()), DISPATCH_INITIATOR)])
     }
 }
 
@@ -383,11 +383,11 @@ impl<'a> Body<'a> for SetBase {
         out.extend_from_slice(&[put(self.base_index, 0, 3), lo32(self.address), addr_hi(self.address)]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("BASE_INDEX", V::Dec(self.base_index.into())),
             BodyField::new("ADDRESS", V::Hex(self.address)),
-        ]
+        ])
     }
 }
 
@@ -426,11 +426,11 @@ impl<'a> Body<'a> for IndexBase {
         ]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("INDEX_BASE", V::Hex(self.address)),
             BodyField::new("BASE_SELECT", V::Dec(self.base_select.into())),
-        ]
+        ])
     }
 }
 
@@ -453,8 +453,8 @@ impl<'a> Body<'a> for IndexBufferSize {
         out.push(self.index_count);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![BodyField::new("INDEX_COUNT", V::Dec(self.index_count.into()))]
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([BodyField::new("INDEX_COUNT", V::Dec(self.index_count.into()))])
     }
 }
 
@@ -477,12 +477,12 @@ impl<'a> Body<'a> for IndexType {
         out.push(self.index_type);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![BodyField::with_layout(
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([BodyField::with_layout(
             "INDEX_TYPE",
             V::Dec(self.index_type.into()),
             Layout::Register("VGT_DMA_INDEX_TYPE"),
-        )]
+        )])
     }
 }
 
@@ -505,8 +505,8 @@ impl<'a> Body<'a> for NumInstances {
         out.push(self.instances);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![BodyField::new("NUM_INSTANCES", V::Dec(self.instances.into()))]
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([BodyField::new("NUM_INSTANCES", V::Dec(self.instances.into()))])
     }
 }
 
@@ -554,14 +554,14 @@ impl<'a> Body<'a> for StrmoutBufferUpdate {
         ]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("BUFFER", V::Dec(self.buffer.into())),
             BodyField::new("SOURCE_SELECT", V::Dec(self.source_select.into())),
             BodyField::new("UPDATE_MEMORY", V::Flag(self.update_memory)),
             BodyField::new("DST", V::Hex(self.dst)),
             BodyField::new("SRC", V::Hex(self.src)),
-        ]
+        ])
     }
 }
 

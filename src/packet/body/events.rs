@@ -44,16 +44,15 @@ impl<'a> Body<'a> for EventWrite {
         }
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        let mut f = vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("EVENT_TYPE", V::Dec(self.event_type.into())),
             BodyField::new("EVENT", V::Event(self.event_type)),
             BodyField::new("EVENT_INDEX", V::Dec(self.event_index.into())),
-        ];
+        ]);
         if let Some(a) = self.address {
-            f.push(BodyField::new("ADDR", V::Hex(a)));
+            out.push(BodyField::new("ADDR", V::Hex(a)));
         }
-        f
     }
 }
 
@@ -179,7 +178,7 @@ impl<'a> Body<'a> for ReleaseMem {
         }
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
         let data = match self.data_sel {
             0 => "none",
             1 => "data32",
@@ -190,7 +189,7 @@ impl<'a> Body<'a> for ReleaseMem {
             7 => "atomic_add32",
             _ => "reserved",
         };
-        let mut f = vec![
+        out.extend([
             BodyField::new("EVENT_TYPE", V::Dec(self.event_type.into())),
             BodyField::new("EVENT", V::Event(self.event_type)),
             BodyField::new("EVENT_INDEX", V::Dec(self.event_index.into())),
@@ -201,15 +200,14 @@ impl<'a> Body<'a> for ReleaseMem {
             BodyField::new("ADDR", V::Hex(self.address)),
             BodyField::new("DATA", V::Hex(self.data)),
             BodyField::new("INT_CTXID", V::Hex(self.int_ctxid.into())),
-        ];
+        ]);
         if self.opcode == Opcode::RELEASE_MEM {
-            f.push(BodyField::with_layout(
+            out.push(BodyField::with_layout(
                 "RELEASE_MEM_OP",
                 V::Raw(self.op_word()),
                 Layout::PacketType("RELEASE_MEM_OP"),
             ));
         }
-        f
     }
 }
 
@@ -251,15 +249,15 @@ impl<'a> Body<'a> for EventWriteEos {
         ]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("EVENT_TYPE", V::Dec(self.event_type.into())),
             BodyField::new("EVENT", V::Event(self.event_type)),
             BodyField::new("EVENT_INDEX", V::Dec(self.event_index.into())),
             BodyField::new("ADDR", V::Hex(self.address)),
             BodyField::new("COMMAND", V::Dec(self.command.into())),
             BodyField::new("DATA", V::Hex(self.data.into())),
-        ]
+        ])
     }
 }
 
@@ -326,18 +324,17 @@ impl<'a> Body<'a> for AcquireMem {
         }
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        let mut f = vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("COHER_CNTL", V::Hex(self.coher_cntl.into())),
             BodyField::new("ENGINE", V::Name(if self.engine == 1 { "ME" } else { "PFP" })),
             BodyField::new("COHER_SIZE", V::Hex(self.size)),
             BodyField::new("COHER_BASE", V::Hex(self.base)),
             BodyField::new("POLL_INTERVAL", V::Dec(self.poll_interval.into())),
-        ];
+        ]);
         if let Some(g) = self.gcr_cntl {
-            f.push(BodyField::with_layout("GCR_CNTL", V::Hex(g.into()), Layout::PacketType("GCR_CNTL")));
+            out.push(BodyField::with_layout("GCR_CNTL", V::Hex(g.into()), Layout::PacketType("GCR_CNTL")));
         }
-        f
     }
 }
 
@@ -397,14 +394,14 @@ impl<'a> Body<'a> for SurfaceSync {
         ]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("ENGINE", V::Name(if self.engine == 1 { "ME" } else { "PFP" })),
             BodyField::new("COHER_CNTL", V::Hex(self.coher_cntl.into())),
             BodyField::new("COHER_SIZE", V::Hex(self.size.into())),
             BodyField::new("COHER_BASE", V::Hex(self.base.into())),
             BodyField::new("POLL_INTERVAL", V::Dec(self.poll_interval.into())),
-        ]
+        ])
     }
 }
 
@@ -435,8 +432,8 @@ impl<'a> Body<'a> for OcclusionQuery {
         out.extend_from_slice(&[lo32(self.start), addr_hi(self.start), lo32(self.query), addr_hi(self.query)]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![BodyField::new("START_ADDR", V::Hex(self.start)), BodyField::new("QUERY_ADDR", V::Hex(self.query))]
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([BodyField::new("START_ADDR", V::Hex(self.start)), BodyField::new("QUERY_ADDR", V::Hex(self.query))])
     }
 }
 

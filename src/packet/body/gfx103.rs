@@ -38,15 +38,14 @@ impl<'a> Body<'a> for SetContextRegIndirect<'a> {
         out.extend_from_slice(self.table_offsets);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        let mut f = vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("REG", V::Register(0xA000 + self.reg_offset)),
             BodyField::new("COUNT", V::Dec(self.table_offsets.len() as u64)),
-        ];
+        ]);
         if !self.table_offsets.is_empty() {
-            f.push(BodyField::new("TABLE_OFFSETS", V::HexList(self.table_offsets)));
+            out.push(BodyField::new("TABLE_OFFSETS", V::HexList(self.table_offsets)));
         }
-        f
     }
 }
 
@@ -87,19 +86,19 @@ impl<'a> Body<'a> for SetShRegOffset {
         }
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
         let (index, offset) = match self.index {
             0 => ("normal", "IB_OFFSET"),
             1 => ("data_indirect_2dw_256b", "DATA_OFFSET"),
             2 => ("data_indirect_1dw", "DATA_OFFSET"),
             _ => ("reserved", "OFFSET"),
         };
-        vec![
+        out.extend([
             BodyField::new("REG", V::Register(0x2C00 + self.reg_offset)),
             BodyField::new("INDEX", V::Selector(self.index, index)),
             BodyField::new(offset, V::Hex(self.offset.into())),
             BodyField::new("DRIVER_DATA", V::Hex(self.driver_data.unwrap_or(0).into())),
-        ]
+        ])
     }
 }
 
@@ -165,8 +164,8 @@ impl<'a> Body<'a> for DispatchMeshIndirectMulti {
         ]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("DATA_OFFSET", V::Hex(self.data_offset.into())),
             BodyField::new("XYZ_DIM_LOC", V::Hex(self.xyz_dim_loc.into())),
             BodyField::new("DRAW_INDEX_LOC", V::Hex(self.draw_index_loc.into())),
@@ -178,7 +177,7 @@ impl<'a> Body<'a> for DispatchMeshIndirectMulti {
             BodyField::new("COUNT_ADDR", V::Hex(self.count_address)),
             BodyField::new("STRIDE", V::Dec(self.stride.into())),
             BodyField::with_layout("DRAW_INITIATOR", V::Hex(self.initiator.into()), DRAW_INITIATOR),
-        ]
+        ])
     }
 }
 
@@ -219,13 +218,13 @@ impl<'a> Body<'a> for DispatchTaskmeshGfx {
         ]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("XYZ_DIM_LOC", V::Hex(self.xyz_dim_loc.into())),
             BodyField::new("RING_ENTRY_LOC", V::Hex(self.ring_entry_loc.into())),
             BodyField::new("THREAD_TRACE_MARKER", V::Flag(self.thread_trace_marker)),
             BodyField::with_layout("DRAW_INITIATOR", V::Hex(self.initiator.into()), DRAW_INITIATOR),
-        ]
+        ])
     }
 }
 
@@ -250,8 +249,8 @@ impl<'a> Body<'a> for DispatchTaskStateInit {
         out.extend_from_slice(&[lo32(self.control_buffer), addr_hi(self.control_buffer)]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![BodyField::new("CONTROL_BUF_ADDR", V::Hex(self.control_buffer))]
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([BodyField::new("CONTROL_BUF_ADDR", V::Hex(self.control_buffer))])
     }
 }
 
@@ -280,15 +279,15 @@ impl<'a> Body<'a> for DispatchTaskmeshDirectAce {
         out.extend_from_slice(&[self.initiator, put(self.ring_entry_loc, 0, 15)]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
         let [x, y, z] = self.dims;
-        vec![
+        out.extend([
             BodyField::new("DIM_X", V::Dec(x.into())),
             BodyField::new("DIM_Y", V::Dec(y.into())),
             BodyField::new("DIM_Z", V::Dec(z.into())),
             BodyField::with_layout("DISPATCH_INITIATOR", V::Hex(self.initiator.into()), DISPATCH_INITIATOR),
             BodyField::new("RING_ENTRY_LOC", V::Hex(self.ring_entry_loc.into())),
-        ]
+        ])
     }
 }
 
@@ -353,8 +352,8 @@ impl<'a> Body<'a> for DispatchTaskmeshIndirectMultiAce {
         ]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("DATA_ADDR", V::Hex(self.data_address)),
             BodyField::new("RING_ENTRY_LOC", V::Hex(self.ring_entry_loc.into())),
             BodyField::new("COUNT_INDIRECT_ENABLE", V::Flag(self.count_indirect)),
@@ -366,7 +365,7 @@ impl<'a> Body<'a> for DispatchTaskmeshIndirectMultiAce {
             BodyField::new("COUNT_ADDR", V::Hex(self.count_address)),
             BodyField::new("STRIDE", V::Dec(self.stride.into())),
             BodyField::with_layout("DISPATCH_INITIATOR", V::Hex(self.initiator.into()), DISPATCH_INITIATOR),
-        ]
+        ])
     }
 }
 
@@ -423,15 +422,15 @@ impl<'a> Body<'a> for DrawIndexMultiInst {
         ]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("INDEX_COUNT", V::Dec(self.index_count.into())),
             BodyField::new("INDEX_ADDR", V::Hex(self.index_address)),
             BodyField::new("MAX_INSTANCE_COUNT", V::Dec(self.max_instance_count.into())),
             BodyField::new("OBJECT_ID_ADDR", V::Hex(self.object_id_address)),
             BodyField::new("INSTANCE_COUNT", V::Dec(self.instance_count.into())),
             BodyField::with_layout("FLAGS", V::Hex(self.flags.into()), DRAW_INITIATOR),
-        ]
+        ])
     }
 }
 
@@ -481,8 +480,8 @@ impl<'a> Body<'a> for GetLodStats {
         ]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("BU_SIZE", V::Dec(self.bu_size.into())),
             BodyField::new("BASE", V::Hex(self.base)),
             BodyField::new("INTERVAL", V::Dec(self.interval.into())),
@@ -490,7 +489,7 @@ impl<'a> Body<'a> for GetLodStats {
             BodyField::new("RESET_FORCE", V::Flag(self.reset_force)),
             BodyField::new("REPORT_AND_RESET", V::Flag(self.report_and_reset)),
             BodyField::new("CACHE_POLICY", V::Dec(self.cache_policy.into())),
-        ]
+        ])
     }
 }
 
@@ -531,13 +530,13 @@ impl<'a> Body<'a> for DispatchDrawPreamble {
         ]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("KRB", V::Hex(self.krb.into())),
             BodyField::new("CONTROL", V::Hex(self.control.into())),
             BodyField::new("IRB_ADDR", V::Hex(self.irb_address)),
             BodyField::new("IRB_WRAP_SIZE", V::Dec(self.irb_wrap_size.into())),
-        ]
+        ])
     }
 }
 
@@ -574,14 +573,14 @@ impl<'a> Body<'a> for DispatchDraw {
         out.extend_from_slice(&[self.index_offset, self.prim_word, self.index_count, self.vrb_control, self.initiator]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("INDEX_OFFSET", V::Dec(self.index_offset.into())),
             BodyField::new("PRIM_TYPE", V::Dec(bits(self.prim_word, 16, 20).into())),
             BodyField::new("INDEX_COUNT", V::Dec(self.index_count.into())),
             BodyField::new("VRB_CONTROL", V::Hex(self.vrb_control.into())),
             BodyField::with_layout("DRAW_INITIATOR", V::Hex(self.initiator.into()), DRAW_INITIATOR),
-        ]
+        ])
     }
 }
 
@@ -608,12 +607,12 @@ impl<'a> Body<'a> for DrawPreamble {
         out.extend_from_slice(&[self.prim_type, self.ia_multi_vgt_param, self.ls_hs_config]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("VGT_PRIMITIVE_TYPE", V::Hex(self.prim_type.into())),
             BodyField::new("IA_MULTI_VGT_PARAM", V::Hex(self.ia_multi_vgt_param.into())),
             BodyField::new("VGT_LS_HS_CONFIG", V::Hex(self.ls_hs_config.into())),
-        ]
+        ])
     }
 }
 
@@ -637,8 +636,8 @@ impl<'a> Body<'a> for PerfmonControl<'a> {
         out.extend_from_slice(self.dwords);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![BodyField::new("DWORDS", V::HexList(self.dwords))]
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([BodyField::new("DWORDS", V::HexList(self.dwords))])
     }
 }
 

@@ -78,8 +78,8 @@ impl<'a> Body<'a> for IndirectBuffer {
         out.extend_from_slice(&[lo32(self.address), addr_hi(self.address), self.control()]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("IB_BASE", V::Hex(self.address)),
             BodyField::new("IB_SIZE", V::Dec(self.size_dw.into())),
             BodyField::new("CHAIN", V::Flag(self.chain)),
@@ -87,7 +87,7 @@ impl<'a> Body<'a> for IndirectBuffer {
             BodyField::new("PRE_ENA", V::Flag(self.pre_ena)),
             BodyField::new("VMID", V::Dec(self.vmid.into())),
             BodyField::with_layout("IB_CONTROL", V::Raw(self.control()), Layout::PacketType("IB_CONTROL")),
-        ]
+        ])
     }
 }
 
@@ -151,8 +151,8 @@ impl<'a> Body<'a> for CondIndirectBuffer {
         ]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("MODE", V::Dec(self.mode.into())),
             BodyField::new("COMPARE_ADDR", V::Hex(self.compare_address)),
             BodyField::new("MASK", V::Hex(self.mask)),
@@ -162,7 +162,7 @@ impl<'a> Body<'a> for CondIndirectBuffer {
             BodyField::new("IB1_SIZE", V::Dec(self.ib1.1.into())),
             BodyField::new("IB2_BASE", V::Hex(self.ib2.0)),
             BodyField::new("IB2_SIZE", V::Dec(self.ib2.1.into())),
-        ]
+        ])
     }
 }
 

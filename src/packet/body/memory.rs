@@ -82,7 +82,7 @@ impl<'a> Body<'a> for WriteData<'a> {
         out.extend_from_slice(self.data);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
         let dst = match self.dst_sel {
             0 => "register",
             1 => "memory_sync",
@@ -91,22 +91,21 @@ impl<'a> Body<'a> for WriteData<'a> {
             5 => "memory",
             _ => "other",
         };
-        let mut f = vec![
+        out.extend([
             BodyField::new("DST_SEL", V::Selector(self.dst_sel, dst)),
             BodyField::new("DST", V::Hex(self.destination)),
             BodyField::new("WR_ONE_ADDR", V::Flag(self.one_address)),
             BodyField::new("WR_CONFIRM", V::Flag(self.wr_confirm)),
             BodyField::new("ENGINE", V::Name(engine_name(self.engine))),
             BodyField::new("DATA", V::Dec(self.data.len() as u64)),
-        ];
+        ]);
         if self.dst_sel == 0 {
-            f.push(BodyField::new("REG_NAME", V::Register(self.destination as u32)));
+            out.push(BodyField::new("REG_NAME", V::Register(self.destination as u32)));
         }
         if !self.data.is_empty() {
-            f.push(BodyField::new("VALUES", V::HexList(self.data)));
+            out.push(BodyField::new("VALUES", V::HexList(self.data)));
         }
-        f.push(BodyField::with_layout("CONTROL", V::Raw(self.control()), Layout::PacketType("CONTROL")));
-        f
+        out.push(BodyField::with_layout("CONTROL", V::Raw(self.control()), Layout::PacketType("CONTROL")));
     }
 }
 
@@ -211,8 +210,8 @@ impl<'a> Body<'a> for CopyData {
         ]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        let mut f = vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("SRC_SEL", V::Selector(self.src_sel, Self::src_name(self.src_sel))),
             BodyField::new("SRC", V::Hex(self.src)),
             BodyField::new("DST_SEL", V::Selector(self.dst_sel, Self::dst_name(self.dst_sel))),
@@ -220,14 +219,13 @@ impl<'a> Body<'a> for CopyData {
             BodyField::new("COUNT_SEL", V::Name(if self.count_64 { "64" } else { "32" })),
             BodyField::new("WR_CONFIRM", V::Flag(self.wr_confirm)),
             BodyField::new("ENGINE", V::Name(engine_name(self.engine))),
-        ];
+        ]);
         if self.src_sel == 0 {
-            f.push(BodyField::new("SRC_REG", V::Register(self.src as u32)));
+            out.push(BodyField::new("SRC_REG", V::Register(self.src as u32)));
         }
         if self.dst_sel == 0 {
-            f.push(BodyField::new("DST_REG", V::Register(self.dst as u32)));
+            out.push(BodyField::new("DST_REG", V::Register(self.dst as u32)));
         }
-        f
     }
 }
 
@@ -314,7 +312,7 @@ impl<'a> Body<'a> for DmaData {
         ]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
         let src = match self.src_sel {
             0 => "addr",
             1 => "gds",
@@ -327,7 +325,7 @@ impl<'a> Body<'a> for DmaData {
             2 => "nowhere",
             _ => "addr_l2",
         };
-        vec![
+        out.extend([
             BodyField::new("SRC_SEL", V::Name(src)),
             BodyField::new("SRC", V::Hex(self.src)),
             BodyField::new("DST_SEL", V::Name(dst)),
@@ -341,7 +339,7 @@ impl<'a> Body<'a> for DmaData {
             BodyField::new("ENGINE", V::Name(if self.engine == 1 { "PFP" } else { "ME" })),
             BodyField::with_layout("DMA_DATA_WORD0", V::Raw(self.word0()), Layout::PacketType("DMA_DATA_WORD0")),
             BodyField::with_layout("COMMAND", V::Raw(self.command()), Layout::PacketType("COMMAND")),
-        ]
+        ])
     }
 }
 
@@ -405,14 +403,14 @@ impl<'a> Body<'a> for AtomicMem {
         ]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("ATOMIC", V::Hex(self.atomic.into())),
             BodyField::new("COMMAND", V::Dec(self.command.into())),
             BodyField::new("ADDR", V::Hex(self.address)),
             BodyField::new("SRC", V::Hex(self.src)),
             BodyField::new("CMP", V::Hex(self.cmp)),
-        ]
+        ])
     }
 }
 
@@ -472,8 +470,8 @@ impl<'a> Body<'a> for CondWrite {
         ]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("POLL_SPACE", V::Name(if self.poll_memory { "memory" } else { "register" })),
             BodyField::new("POLL", V::Hex(self.poll)),
             BodyField::new("FUNCTION", V::Name(self.function.name())),
@@ -482,7 +480,7 @@ impl<'a> Body<'a> for CondWrite {
             BodyField::new("WRITE_SPACE", V::Dec(self.write_space.into())),
             BodyField::new("WRITE", V::Hex(self.write)),
             BodyField::new("DATA", V::Hex(self.data.into())),
-        ]
+        ])
     }
 }
 

@@ -1,4 +1,4 @@
-//! NOP and the packets whose body the core does not use.
+//! NOP and the packets whose body layout the reference does not give.
 
 use super::{Body, BodyError, Words};
 use crate::packet::field::{BodyField, FieldValue as V};
@@ -41,22 +41,28 @@ impl<'a> Body<'a> for Nop<'a> {
         out.extend_from_slice(self.payload);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        let mut f = Vec::with_capacity(2);
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
         if self.payload.is_empty() {
-            return f;
+            return;
         }
         if let Some(name) = self.payload.first().and_then(|&d| nop_convention(d)) {
-            f.push(BodyField::new("CONVENTION", V::Quoted(name)));
+            out.push(BodyField::new("CONVENTION", V::Quoted(name)));
         }
-        f.push(BodyField::new("PAYLOAD_DWORDS", V::Dec(self.payload.len() as u64)));
-        f
+        out.push(BodyField::new("PAYLOAD_DWORDS", V::Dec(self.payload.len() as u64)));
     }
 }
 
-/// A packet whose body dwords the core does not use: PFP_SYNC_ME,
-/// PREAMBLE_CNTL, PRIME_UTCL2, SWITCH_BUFFER, FRAME_CONTROL,
-/// WAIT_FOR_WRITE_CONFIRM, WAIT_ON_CE_COUNTER, INCREMENT_DE_COUNTER.
+/// A packet whose body layout the reference does not give
+/// (WAIT_FOR_WRITE_CONFIRM): its dwords as they are, listed as `BODY`.
+///
+/// ```
+/// use pm4core::packet::body::{Body, Opaque};
+/// use pm4core::packet::Opcode;
+///
+/// let o = Opaque::decode_body(Opcode::WAIT_FOR_WRITE_CONFIRM, &[1, 2])?;
+/// assert_eq!(o.to_string(), "BODY=0x1,0x2");
+/// # Ok::<(), pm4core::packet::body::BodyError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Opaque<'a> {
     pub opcode: Opcode,
@@ -78,8 +84,8 @@ impl<'a> Body<'a> for Opaque<'a> {
         out.extend_from_slice(self.dwords);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        Vec::new()
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([BodyField::new("BODY", V::HexList(self.dwords))])
     }
 }
 

@@ -29,6 +29,7 @@ mod draw;
 mod events;
 mod gfx103;
 mod indirect;
+mod markers;
 mod memory;
 mod misc;
 mod registers;
@@ -39,6 +40,7 @@ pub use draw::*;
 pub use events::*;
 pub use gfx103::*;
 pub use indirect::*;
+pub use markers::*;
 pub use memory::*;
 pub use misc::*;
 pub use registers::*;
@@ -70,8 +72,16 @@ pub trait Body<'a>: Sized {
     /// Appends the body dwords.
     fn encode_body(&self, out: &mut Vec<u32>);
 
+    /// Appends the fields, in order, to `out` (which a caller may reuse
+    /// from packet to packet).
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>);
+
     /// The fields, in order.
-    fn fields(&self) -> Vec<BodyField<'a>>;
+    fn fields(&self) -> Vec<BodyField<'a>> {
+        let mut fields = Vec::new();
+        self.fields_into(&mut fields);
+        fields
+    }
 
     /// Decodes a packet's body.
     fn decode(p: &Packet<'a>) -> Result<Self, BodyError> {
@@ -312,6 +322,11 @@ pub(crate) fn engine_name(engine: u32) -> &'static str {
 pub enum AnyBody<'a> {
     Nop(Nop<'a>),
     Opaque(Opaque<'a>),
+    DummyDword(DummyDword),
+    PreambleCntl(PreambleCntl),
+    WaitOnCeCounter(WaitOnCeCounter),
+    PrimeUtcl2(PrimeUtcl2),
+    FrameControl(FrameControl),
     SetRegisters(SetRegisters<'a>),
     LoadRegisters(LoadRegisters<'a>),
     LoadRegistersIndex(LoadRegistersIndex),
@@ -390,6 +405,11 @@ macro_rules! any_body {
             pub fn fields(&self) -> Vec<BodyField<'a>> {
                 match self { $(AnyBody::$variant(b) => b.fields(),)* }
             }
+
+            /// Appends the fields, in order, to `out`.
+            pub fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+                match self { $(AnyBody::$variant(b) => b.fields_into(out),)* }
+            }
         }
     };
 }
@@ -397,6 +417,11 @@ macro_rules! any_body {
 any_body!(
     Nop,
     Opaque,
+    DummyDword,
+    PreambleCntl,
+    WaitOnCeCounter,
+    PrimeUtcl2,
+    FrameControl,
     SetRegisters,
     LoadRegisters,
     LoadRegistersIndex,
@@ -477,14 +502,12 @@ impl<'a> AnyBody<'a> {
         }
         let decoded = match opcode {
             Opcode::NOP => d!(Nop, Nop),
-            Opcode::PFP_SYNC_ME
-            | Opcode::PREAMBLE_CNTL
-            | Opcode::PRIME_UTCL2
-            | Opcode::SWITCH_BUFFER
-            | Opcode::FRAME_CONTROL
-            | Opcode::WAIT_FOR_WRITE_CONFIRM
-            | Opcode::WAIT_ON_CE_COUNTER
-            | Opcode::INCREMENT_DE_COUNTER => d!(Opaque, Opaque),
+            Opcode::PFP_SYNC_ME | Opcode::SWITCH_BUFFER | Opcode::INCREMENT_DE_COUNTER => d!(DummyDword, DummyDword),
+            Opcode::PREAMBLE_CNTL => d!(PreambleCntl, PreambleCntl),
+            Opcode::WAIT_ON_CE_COUNTER => d!(WaitOnCeCounter, WaitOnCeCounter),
+            Opcode::PRIME_UTCL2 => d!(PrimeUtcl2, PrimeUtcl2),
+            Opcode::FRAME_CONTROL => d!(FrameControl, FrameControl),
+            Opcode::WAIT_FOR_WRITE_CONFIRM => d!(Opaque, Opaque),
             op if op.writes_register_run() => d!(SetRegisters, SetRegisters),
             Opcode::LOAD_UCONFIG_REG | Opcode::LOAD_SH_REG | Opcode::LOAD_CONFIG_REG | Opcode::LOAD_CONTEXT_REG => {
                 d!(LoadRegisters, LoadRegisters)

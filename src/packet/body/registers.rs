@@ -62,16 +62,14 @@ impl<'a> Body<'a> for SetRegisters<'a> {
         out.extend_from_slice(self.values);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        let mut f = Vec::with_capacity(self.values.len() + 1);
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
         if self.index != 0 {
-            f.push(BodyField::new("INDEX", V::Dec(self.index.into())));
+            out.push(BodyField::new("INDEX", V::Dec(self.index.into())));
         }
         let first = self.first_register();
         for (i, &value) in self.values.iter().enumerate() {
-            f.push(BodyField::new("REGISTER", V::RegisterWrite { register: first.wrapping_add(i as u32), value }));
+            out.push(BodyField::new("REGISTER", V::RegisterWrite { register: first.wrapping_add(i as u32), value }));
         }
-        f
     }
 }
 
@@ -111,12 +109,12 @@ impl<'a> Body<'a> for LoadRegisters<'a> {
         out.extend_from_slice(self.ranges);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("ADDR", V::Hex(self.address)),
             BodyField::new("RANGES", V::Dec((self.ranges.len() / 2) as u64)),
             BodyField::new("RANGE_DWORDS", V::HexList(self.ranges)),
-        ]
+        ])
     }
 }
 
@@ -163,19 +161,18 @@ impl<'a> Body<'a> for LoadRegistersIndex {
         ]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
         let space = self.opcode.register_space().unwrap_or(RegisterSpace::CONTEXT);
-        let mut f = vec![
+        out.extend([
             BodyField::new("INDEX", V::Dec(self.index.into())),
             BodyField::new("ADDR", V::Hex(address_from_dwords(self.address_lo, self.address_hi, 2))),
             BodyField::new("REG_OFFSET", V::Hex(self.reg_offset.into())),
             BodyField::new("DATA_FORMAT", V::Name(if self.pairs { "offset_and_data" } else { "offset_and_size" })),
             BodyField::new("NUM_DWORDS", V::Dec(self.num_dwords.into())),
-        ];
+        ]);
         if !self.pairs {
-            f.push(BodyField::new("REG_NAME", V::Register(space.base.wrapping_add(self.reg_offset))));
+            out.push(BodyField::new("REG_NAME", V::Register(space.base.wrapping_add(self.reg_offset))));
         }
-        f
     }
 }
 
@@ -222,14 +219,14 @@ impl<'a> Body<'a> for RegRmw {
         ]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("REG", V::Register(self.register)),
             BodyField::new("AND_MASK", V::Hex(self.and_mask.into())),
             BodyField::new("OR_MASK", V::Hex(self.or_mask.into())),
             BodyField::new("AND_FROM_REG", V::Flag(self.and_from_register)),
             BodyField::new("OR_FROM_REG", V::Flag(self.or_from_register)),
-        ]
+        ])
     }
 }
 
@@ -256,12 +253,12 @@ impl<'a> Body<'a> for ContextRegRmw {
         out.extend_from_slice(&[put(self.offset, 0, 15), self.mask, self.data]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("REG", V::Register(RegisterSpace::CONTEXT.base.wrapping_add(self.offset))),
             BodyField::new("MASK", V::Hex(self.mask.into())),
             BodyField::new("DATA", V::Hex(self.data.into())),
-        ]
+        ])
     }
 }
 
@@ -298,8 +295,8 @@ impl<'a> Body<'a> for ClearState {
         out.push(put(self.cmd, 0, 3));
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![BodyField::new("CMD", V::Selector(self.cmd, Self::cmd_name(self.cmd)))]
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([BodyField::new("CMD", V::Selector(self.cmd, Self::cmd_name(self.cmd)))])
     }
 }
 
@@ -336,13 +333,13 @@ impl<'a> Body<'a> for ContextControl {
         out.extend_from_slice(&[self.load, self.shadow]);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("LOAD", V::Flags(self.load, CONTEXT_CONTROL_BITS)),
             BodyField::new("UPDATE_LOAD", V::Dec((self.load >> 31).into())),
             BodyField::new("SHADOW", V::Flags(self.shadow & !(1 << 28), CONTEXT_CONTROL_BITS)),
             BodyField::new("UPDATE_SHADOW", V::Dec((self.shadow >> 31).into())),
-        ]
+        ])
     }
 }
 
@@ -373,12 +370,12 @@ impl<'a> Body<'a> for SetQueueReg<'a> {
         out.extend_from_slice(self.values);
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("QUEUE_REG", V::Hex(self.offset.into())),
             BodyField::new("CONTROL", V::Hex(self.control.into())),
             BodyField::new("VALUES", V::HexList(self.values)),
-        ]
+        ])
     }
 }
 

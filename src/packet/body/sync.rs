@@ -103,19 +103,18 @@ impl<'a> Body<'a> for WaitRegMem {
         out.push(put(self.poll_interval, 0, 15));
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        let mut f = Vec::with_capacity(10);
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
         match self.target {
             PollTarget::Memory(a) => {
-                f.push(BodyField::new("MEM_SPACE", V::Name("memory")));
-                f.push(BodyField::new("ADDR", V::Hex(a)));
+                out.push(BodyField::new("MEM_SPACE", V::Name("memory")));
+                out.push(BodyField::new("ADDR", V::Hex(a)));
             }
             PollTarget::Register(r) => {
-                f.push(BodyField::new("MEM_SPACE", V::Name("register")));
-                f.push(BodyField::new("REG", V::Hex(r.into())));
+                out.push(BodyField::new("MEM_SPACE", V::Name("register")));
+                out.push(BodyField::new("REG", V::Hex(r.into())));
             }
         }
-        f.extend([
+        out.extend([
             BodyField::new("FUNCTION", V::Name(self.function.name())),
             BodyField::new("REFERENCE", V::Hex(self.reference)),
             BodyField::new("MASK", V::Hex(self.mask)),
@@ -124,9 +123,8 @@ impl<'a> Body<'a> for WaitRegMem {
             BodyField::new("POLL_INTERVAL", V::Dec(self.poll_interval.into())),
         ]);
         if let PollTarget::Register(r) = self.target {
-            f.push(BodyField::new("REG_NAME", V::Register(r)));
+            out.push(BodyField::new("REG_NAME", V::Register(r)));
         }
-        f
     }
 }
 
@@ -169,17 +167,17 @@ impl<'a> Body<'a> for MemSemaphore {
         }
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
         let sel = match self.sem_sel {
             6 => "signal",
             7 => "wait",
             _ => "reserved",
         };
-        vec![
+        out.extend([
             BodyField::new("ADDR", V::Hex(self.address)),
             BodyField::new("SEM_SEL", V::Name(sel)),
             BodyField::new("SIGNAL_TYPE", V::Flag(self.write_one)),
-        ]
+        ])
     }
 }
 
@@ -207,11 +205,11 @@ impl<'a> Body<'a> for Rewind {
         out.push(put(self.offload_enable.into(), 24, 24) | put(self.valid.into(), 31, 31));
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("OFFLOAD_ENABLE", V::Flag(self.offload_enable)),
             BodyField::new("VALID", V::Flag(self.valid)),
-        ]
+        ])
     }
 }
 
@@ -266,7 +264,7 @@ impl<'a> Body<'a> for SetPredication {
         }
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
         let op = match self.op {
             0 => "clear",
             1 => "zpass",
@@ -275,7 +273,7 @@ impl<'a> Body<'a> for SetPredication {
             4 => "bool32",
             _ => "reserved",
         };
-        vec![
+        out.extend([
             BodyField::new("PRED_OP", V::Name(op)),
             BodyField::new(
                 "PRED_BOOL",
@@ -284,7 +282,7 @@ impl<'a> Body<'a> for SetPredication {
             BodyField::new("HINT", V::Flag(self.draw_if_not_final)),
             BodyField::new("CONTINUE", V::Flag(self.continue_bit)),
             BodyField::new("ADDR", V::Hex(self.address)),
-        ]
+        ])
     }
 }
 
@@ -318,8 +316,11 @@ impl<'a> Body<'a> for CondExec {
         out.push(put(self.exec_count, 0, 13));
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![BodyField::new("ADDR", V::Hex(self.address)), BodyField::new("EXEC_COUNT", V::Dec(self.exec_count.into()))]
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
+            BodyField::new("ADDR", V::Hex(self.address)),
+            BodyField::new("EXEC_COUNT", V::Dec(self.exec_count.into())),
+        ])
     }
 }
 
@@ -347,11 +348,11 @@ impl<'a> Body<'a> for PredExec {
         out.push(put(self.exec_count, 0, 13) | put(self.device_select, 24, 31));
     }
 
-    fn fields(&self) -> Vec<BodyField<'a>> {
-        vec![
+    fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        out.extend([
             BodyField::new("DEVICE_SELECT", V::Hex(self.device_select.into())),
             BodyField::new("EXEC_COUNT", V::Dec(self.exec_count.into())),
-        ]
+        ])
     }
 }
 

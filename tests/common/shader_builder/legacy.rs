@@ -1,12 +1,12 @@
 //! Writers for the PS4 (`OrbShdr`, `Shdr`) and 3DS (`DVLB`) formats.
 
-use super::super::bytes::{align_up, put};
-use super::super::dvlb::{DvleConstant, DvleOutput, DVLB_MAGIC, DVLE_LEN, DVLE_MAGIC, DVLP_LEN, DVLP_MAGIC};
-use super::super::gnm::{
+use super::pad_to;
+use super::{align_up, put};
+use pm4core::shader::dvlb::{DvleConstant, DvleOutput, DVLB_MAGIC, DVLE_LEN, DVLE_MAGIC, DVLP_LEN, DVLP_MAGIC};
+use pm4core::shader::gnm::{
     calc_size, orbshdr_crc32, CommonData, GnmShaderType, InputUsageSlot, OrbShdrInfo, PixelInputSemantic,
     ShdrFileHeader, VertexExportSemantic, VertexInputSemantic, SHDR_MAGIC, VCC_HI_MOV_LITERAL,
 };
-use super::pad_to;
 
 // ---------------------------------------------------------------------------
 // PS4: OrbShdr code blobs and Shdr files

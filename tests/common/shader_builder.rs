@@ -1,5 +1,6 @@
-//! Writers for the container formats, so tests (and tools) can make valid and
-//! deliberately broken containers from values instead of binary blobs.
+//! Writers for the container formats, so tests can make valid and
+//! deliberately broken containers from values instead of binary blobs. Test
+//! fixtures only: the library reads containers, it never writes them.
 //!
 //! [`AgcBuilder`] lays an AGC header out the way the PSSL compiler does
 //! (shader-containers.md §1.9): header, specials, input semantics, output
@@ -8,17 +9,37 @@
 //! [`corrupt`] pokes single fields. [`OrbShdrBuilder`], [`ShdrBuilder`],
 //! [`AgcElfBuilder`] and [`DvlbBuilder`] write the other formats.
 
-use super::agc::{
+use pm4core::shader::agc::{
     offsets, AgcHeader, AgcLayout, AgcShader, BarefootTrailer, DirectResourceType, RegisterEntry, Semantic, ShaderType,
     SharpEntry, SharpKind, SpecialRegisters, UserData, UserDataRange, AGC_MAGIC, AGC_VERSION, DIRECT_RESOURCE_UNUSED,
     HEADER_LEN, SPECIALS_LEN, USER_DATA_LEN,
 };
-use super::bytes::put;
 
 #[cfg(feature = "legacy-shaders")]
 mod legacy;
 #[cfg(feature = "legacy-shaders")]
+#[allow(unused_imports)]
 pub use legacy::*;
+
+/// Writes a little-endian value into `out` at `offset` when it fits; returns
+/// whether it did.
+fn put(out: &mut [u8], offset: usize, value: &[u8]) -> bool {
+    match offset.checked_add(value.len()).and_then(|end| out.get_mut(offset..end)) {
+        Some(dst) => {
+            dst.copy_from_slice(value);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Rounds `value` up to a multiple of `align` (a power of two), or `None` on
+/// overflow.
+#[cfg(feature = "legacy-shaders")]
+fn align_up(value: u64, align: u64) -> Option<u64> {
+    let mask = align.checked_sub(1)?;
+    Some(value.checked_add(mask)? & !mask)
+}
 
 fn pad_to(out: &mut Vec<u8>, align: usize) {
     while out.len() % align != 0 {
@@ -364,7 +385,7 @@ impl AgcBuilder {
     }
 
     /// Builds and decodes (for tests that want both).
-    pub fn build_decoded(&self) -> (Vec<u8>, Result<AgcShader, super::ShaderError>) {
+    pub fn build_decoded(&self) -> (Vec<u8>, Result<AgcShader, pm4core::shader::ShaderError>) {
         let bytes = self.build();
         let decoded = AgcShader::parse(&bytes, 0);
         (bytes, decoded)
@@ -375,7 +396,7 @@ impl AgcBuilder {
 /// returns `false` when the field is outside the blob.
 pub mod corrupt {
     use super::put;
-    use crate::shader::agc::offsets;
+    use pm4core::shader::agc::offsets;
 
     /// Writes a byte.
     pub fn set_u8(bytes: &mut [u8], offset: u32, value: u8) -> bool {
