@@ -255,6 +255,9 @@ pub(crate) struct Sched {
     /// found without looking at all 57 under the lock.
     ready: u64,
     slice_packets: u64,
+    /// Threaded mode: a slice's packets while no queue waits (at least
+    /// `slice_packets`).
+    busy_slice_packets: u64,
     watches: WatchIndex,
     recent: RecentWrites,
     /// Record writes in `recent` (threaded mode: slices overlap).
@@ -297,7 +300,8 @@ pub(crate) enum Step {
 }
 
 impl Sched {
-    pub(crate) fn new(config: &ProcessorConfig, slice_packets: u64, concurrent: bool) -> Self {
+    pub(crate) fn new(config: &ProcessorConfig, slices: (u64, u64), concurrent: bool) -> Self {
+        let (slice_packets, busy_slice_packets) = slices;
         let global = Arc::new(GlobalState::new(config.gds_bytes));
         let config = Arc::new(config.clone());
         let queues = (0..QueueId::COUNT)
@@ -326,6 +330,7 @@ impl Sched {
             cursor: 0,
             ready: 0,
             slice_packets: slice_packets.max(1),
+            busy_slice_packets: busy_slice_packets.max(slice_packets).max(1),
             watches: WatchIndex::default(),
             recent: RecentWrites::default(),
             concurrent,
@@ -696,7 +701,13 @@ impl Sched {
             span: running.span.clone(),
             seen: self.recent.seq(),
             uconfig_seen: self.global.uconfig_writes(),
-            slice_packets: self.slice_packets,
+            // No queue waits for a write this slice may make: fewer, longer
+            // slices (threaded mode), so less scheduling per packet.
+            slice_packets: if self.concurrent && self.suspended == 0 {
+                self.busy_slice_packets
+            } else {
+                self.slice_packets
+            },
         })
     }
 

@@ -13,7 +13,9 @@
 //! `Arc<`[`FlatMemory`](crate::memory::FlatMemory)`>` whose other clone the
 //! emulator's CPU writes directly. The scheduler (`core.rs`, one lock) keeps
 //! each queue's submissions and waits; a *slice* of a queue (at most
-//! [`GpuConfig::slice_packets`] packets) runs with that lock released.
+//! [`GpuConfig::slice_packets`] packets; in threaded mode
+//! [`GpuConfig::busy_slice_packets`] while no queue waits) runs with that
+//! lock released.
 //!
 //! **Modes.**
 //! - [`Gpu::deterministic`]: nothing runs on its own. The caller's thread
@@ -167,6 +169,14 @@ pub struct GpuConfig {
     /// Most packets a queue runs before the next runnable queue's turn
     /// (at least 1).
     pub slice_packets: u64,
+    /// Threaded mode: most packets of a slice that starts while no queue
+    /// waits (on memory, a register or the constant engine); at least
+    /// [`GpuConfig::slice_packets`]. A waiting queue is woken by writes when
+    /// the writer's slice ends, so while one waits slices stay short; while
+    /// none does, longer slices cost fewer trips through the scheduler lock
+    /// per packet (queues then take turns less often, in the same
+    /// round-robin order). Deterministic mode always uses `slice_packets`.
+    pub busy_slice_packets: u64,
     /// Interrupts kept per queue for the host; when full the oldest is
     /// dropped (and counted in [`GpuStats::interrupts_dropped`]).
     pub interrupt_capacity: usize,
@@ -189,6 +199,7 @@ impl Default for GpuConfig {
         Self {
             processor: ProcessorConfig::default(),
             slice_packets: 64,
+            busy_slice_packets: 256,
             interrupt_capacity: 1024,
             workers: 0,
             worker_spin: Duration::from_micros(50),
@@ -366,7 +377,8 @@ where
 {
     fn build(memory: M, backend: B, config: &GpuConfig, threaded: bool) -> Arc<Shared<M, B>> {
         let backend = Tap::new(backend, QueueId::COUNT as usize, config.interrupt_capacity);
-        let sched = Sched::new(&config.processor, config.slice_packets, threaded);
+        let slices = (config.slice_packets, config.busy_slice_packets);
+        let sched = Sched::new(&config.processor, slices, threaded);
         let (stall_tx, stall_rx) = crossbeam_channel::bounded(64);
         Arc::new(Shared {
             parts: Parts { memory, backend: Mutex::new(backend), shaders: ShaderRegistry::default() },
