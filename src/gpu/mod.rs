@@ -142,7 +142,7 @@ pub use error::{GpuError, QueueStall, StallReport};
 pub use handle::{HostWrite, Submission, SubmissionId, SubmissionReport};
 pub use tap::Interrupt;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -386,6 +386,7 @@ where
             work: Condvar::new(),
             changed: Condvar::new(),
             epoch: AtomicU64::new(0),
+            spinning: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
             lost: AtomicBool::new(false),
             stall_tx,
