@@ -210,9 +210,10 @@ fn run_streams<B: Backend + Send + 'static>(gpu: &Gpu<Arc<FlatMemory>, B>, strea
 }
 
 /// One worker against two on the same streams, one run of each in turn
-/// (so both see the same machine load): the median of each and of the
-/// ratio of neighbouring runs.
-fn print_interleaved<B: Backend + Send + 'static>(
+/// (so both see the same machine load): the bench's time is the pair's,
+/// and the median of each and of the ratio of neighbouring runs is printed.
+fn bench_interleaved<B: Backend + Send + 'static>(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     name: &str,
     ram: &Arc<FlatMemory>,
     streams: &[(QueueId, u64, u32)],
@@ -229,28 +230,41 @@ fn print_interleaved<B: Backend + Send + 'static>(
         run_streams(gpu, streams);
         start.elapsed()
     };
-    let (mut one, mut two, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..200 {
-        let (a, b) = (time(&gpus[0]), time(&gpus[1]));
-        one.push(a);
-        two.push(b);
-        ratio.push(a.as_secs_f64() / b.as_secs_f64());
+    let pairs = std::cell::RefCell::new(Vec::new());
+    group.bench_function(format!("interleaved_{name}"), |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let (one, two) = (time(&gpus[0]), time(&gpus[1]));
+                pairs.borrow_mut().push((one, two));
+                total += one + two;
+            }
+            total
+        })
+    });
+    let pairs = pairs.into_inner();
+    if pairs.is_empty() {
+        return;
     }
-    one.sort();
-    two.sort();
-    ratio.sort_by(f64::total_cmp);
-    let n = ratio.len() / 2;
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let one = median(pairs.iter().map(|p| p.0.as_secs_f64() * 1e3).collect());
+    let two = median(pairs.iter().map(|p| p.1.as_secs_f64() * 1e3).collect());
+    let ratio = median(pairs.iter().map(|p| p.0.as_secs_f64() / p.1.as_secs_f64()).collect());
     println!(
-        "parallel_compute_8_queues/{name} interleaved: 1 worker median {:?}, 2 workers median {:?}, ratio median {:.2}",
-        one[n], two[n], ratio[n]
+        "parallel_compute_8_queues/interleaved_{name}: 1 worker median {one:.3} ms, 2 workers median {two:.3} ms, \
+         ratio median {ratio:.2} over {} pairs",
+        pairs.len()
     );
 }
 
 fn parallel_queues(c: &mut Criterion) {
     let mut group = c.benchmark_group("parallel_compute_8_queues");
     let (ram, streams) = dispatch_heavy_setup();
-    print_interleaved("null_backend", &ram, &streams, || NullBackend);
-    print_interleaved("recording_backend", &ram, &streams, || Renderer);
+    bench_interleaved(&mut group, "null_backend", &ram, &streams, || NullBackend);
+    bench_interleaved(&mut group, "recording_backend", &ram, &streams, || Renderer);
     for workers in [1usize, 2] {
         let config = GpuConfig { workers, ..GpuConfig::default() };
         let gpu = Gpu::threaded(Arc::clone(&ram), NullBackend, config.clone()).unwrap();
