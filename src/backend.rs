@@ -873,3 +873,58 @@ impl Backend for RecordingBackend {
             .push(format!("{queue} skipped_ib addr={address:#x} size_dw={size_dw} packet={:#x}", location.address()));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::FlatMemory;
+
+    /// Drops every call (a log that is full), noting what it saw.
+    struct Dropping {
+        seen: Vec<Option<QueueId>>,
+    }
+
+    impl Forward for Dropping {
+        type Target = RecordingBackend;
+        fn forward<R>(&mut self, _queue: QueueId, _call: impl FnOnce(&mut RecordingBackend) -> R) -> Option<R> {
+            None
+        }
+        fn forwarded(&mut self, call: Call<'_>) {
+            self.seen.push(call.queue());
+        }
+    }
+
+    #[test]
+    fn a_dropped_call_has_the_default_effect_and_is_still_seen() {
+        let memory = FlatMemory::new(0, 0x1000).unwrap();
+        let mut backend = Dropping { seen: Vec::new() };
+        let queue = QueueId(5);
+        backend.sample_event(queue, SampleKind::StreamoutStats(1), 0x100, 4, &memory).unwrap();
+        assert_eq!(memory.read_u64(0x100).unwrap(), 1 << 63);
+        assert_eq!(memory.read_u64(0x108).unwrap(), 1 << 63);
+        assert_eq!(backend.gpu_clock(), None);
+        backend.host_command(queue, 0x42, &[1, 2]);
+        assert_eq!(backend.seen, [Some(queue), None, Some(queue)]);
+    }
+
+    #[test]
+    fn a_forwarded_call_reaches_the_target_with_its_arguments() {
+        struct Through(RecordingBackend);
+        impl Forward for Through {
+            type Target = RecordingBackend;
+            fn forward<R>(&mut self, _queue: QueueId, call: impl FnOnce(&mut RecordingBackend) -> R) -> Option<R> {
+                Some(call(&mut self.0))
+            }
+        }
+        let mut backend = Through(RecordingBackend::new());
+        let mut direct = RecordingBackend::new();
+        let location = PacketLocation::default();
+        for b in [&mut backend as &mut dyn Backend, &mut direct] {
+            b.marker(QueueId(1), &Marker::Push("frame"));
+            b.skipped_indirect_buffer(QueueId(2), &location, 0x4000, 16);
+            b.host_command(QueueId(3), 7, &[9]);
+        }
+        assert!(!direct.lines.is_empty());
+        assert_eq!(backend.0.lines, direct.lines);
+    }
+}

@@ -266,6 +266,8 @@ pub(crate) struct Sched {
     suspended: usize,
     /// Slices in progress.
     pub(crate) in_flight: usize,
+    /// Host threads waiting for a slice to give a processor back.
+    pub(crate) processor_waiters: usize,
     pub(crate) stats: GpuStats,
     /// Scratch list of queues to wake.
     woken: Vec<usize>,
@@ -336,6 +338,7 @@ impl Sched {
             concurrent,
             suspended: 0,
             in_flight: 0,
+            processor_waiters: 0,
             stats: GpuStats::default(),
             woken: Vec::new(),
             stall_episode: 0,

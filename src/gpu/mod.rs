@@ -759,7 +759,9 @@ where
     fn queue_home(&self, index: usize) -> MutexGuard<'_, Sched> {
         let mut sched = self.shared.sched.lock();
         while sched.queues.get(index).is_some_and(|q| q.processor.is_out()) {
+            sched.processor_waiters += 1;
             self.shared.changed.wait(&mut sched);
+            sched.processor_waiters -= 1;
         }
         sched
     }

@@ -143,7 +143,11 @@ pub(crate) fn run<M: GuestMemory, B: Backend>(shared: Arc<Shared<M, B>>) {
             if woken > 1 {
                 shared.offer_work(true);
             }
-            shared.changed.notify_all();
+            // Host threads wait for quiescence or for a processor back:
+            // not woken by every slice of a busy GPU.
+            if sched.processor_waiters > 0 || sched.quiescent() {
+                shared.changed.notify_all();
+            }
             continue;
         }
         if sched.in_flight == 0 {
