@@ -301,7 +301,10 @@ impl<M, B> Drop for Control<M, B> {
 /// rules and guarantees.
 ///
 /// All methods take `&self`; a `Gpu` is `Sync` and may be shared between
-/// host threads (`Arc<Gpu>` or scoped threads). Do not call `Gpu` methods
+/// host threads (`Arc<Gpu>` or scoped threads). The backend: one per queue
+/// from a factory ([`Backend::queue_backend`], called without a lock on the
+/// queue's worker), or the GPU's own behind a lock taken per call (see
+/// "Backend threading contract" in the module documentation). Do not call `Gpu` methods
 /// from inside a `with_*` closure: the locks are not re-entrant.
 ///
 /// # Example
