@@ -1,14 +1,16 @@
 //! Costs of the GPU front end: a suspend/resume round trip (a queue waits on
 //! a label, the host writes it, the queue resumes), scheduling one small
 //! buffer on each of the 57 queues, in deterministic and threaded mode;
-//! eight compute queues of dispatch-heavy streams on 1 and 2 workers; and
+//! eight compute queues of dispatch-heavy streams on 1 and 2 workers (with
+//! the null backend and with a per-queue recording backend, each also
+//! measured interleaved: one run of each worker count in turn); and
 //! the latency from a CPU write's notification to the resumed wait.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use pm4core::backend::{NullBackend, QueueId};
+use pm4core::backend::{Backend, Dispatch, NullBackend, QueueId};
 use pm4core::gpu::{Gpu, GpuConfig, RunStatus};
 use pm4core::memory::{FlatMemory, GuestMemory, SparseMemory};
 
@@ -172,20 +174,105 @@ fn dispatch_heavy_setup() -> (Arc<FlatMemory>, Vec<(QueueId, u64, u32)>) {
     (ram, streams)
 }
 
+/// A renderer's per-queue command recorder: each dispatch encoded as a
+/// few words into the queue's own list (real work per backend call).
+struct Recorder {
+    words: Vec<u32>,
+}
+
+impl Backend for Recorder {
+    fn dispatch(&mut self, d: &Dispatch<'_>) {
+        if self.words.len() >= 1 << 16 {
+            self.words.clear();
+        }
+        let program = d.program.address as u32;
+        self.words.extend_from_slice(&[0xD15, d.dims[0], d.dims[1], d.dims[2], d.initiator, program]);
+        let user_data = d.registers.get(0x2C00 + 0x240);
+        self.words.push(user_data.rotate_left(7) ^ d.location.address() as u32);
+    }
+}
+
+/// The renderer: one recorder per queue (`Backend::queue_backend`).
+struct Renderer;
+
+impl Backend for Renderer {
+    fn queue_backend(&mut self, _queue: QueueId) -> Option<Box<dyn Backend + Send>> {
+        Some(Box::new(Recorder { words: Vec::with_capacity(1 << 16) }))
+    }
+}
+
+/// Runs the eight streams once and waits for them.
+fn run_streams<B: Backend + Send + 'static>(gpu: &Gpu<Arc<FlatMemory>, B>, streams: &[(QueueId, u64, u32)]) {
+    let handles: Vec<_> = streams.iter().map(|&(q, a, n)| gpu.submit(q, a, n).unwrap()).collect();
+    for h in &handles {
+        assert_eq!(h.wait().unwrap().dispatches, 4000);
+    }
+}
+
+/// One worker against two on the same streams, one run of each in turn
+/// (so both see the same machine load): the bench's time is the pair's,
+/// and the median of each and of the ratio of neighbouring runs is printed.
+fn bench_interleaved<B: Backend + Send + 'static>(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    ram: &Arc<FlatMemory>,
+    streams: &[(QueueId, u64, u32)],
+    backend: impl Fn() -> B,
+) {
+    let gpus: Vec<_> = [1usize, 2]
+        .iter()
+        .map(|&workers| {
+            Gpu::threaded(Arc::clone(ram), backend(), GpuConfig { workers, ..GpuConfig::default() }).unwrap()
+        })
+        .collect();
+    let time = |gpu| {
+        let start = Instant::now();
+        run_streams(gpu, streams);
+        start.elapsed()
+    };
+    let pairs = std::cell::RefCell::new(Vec::new());
+    group.bench_function(format!("interleaved_{name}"), |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let (one, two) = (time(&gpus[0]), time(&gpus[1]));
+                pairs.borrow_mut().push((one, two));
+                total += one + two;
+            }
+            total
+        })
+    });
+    let pairs = pairs.into_inner();
+    if pairs.is_empty() {
+        return;
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let one = median(pairs.iter().map(|p| p.0.as_secs_f64() * 1e3).collect());
+    let two = median(pairs.iter().map(|p| p.1.as_secs_f64() * 1e3).collect());
+    let ratio = median(pairs.iter().map(|p| p.0.as_secs_f64() / p.1.as_secs_f64()).collect());
+    println!(
+        "parallel_compute_8_queues/interleaved_{name}: 1 worker median {one:.3} ms, 2 workers median {two:.3} ms, \
+         ratio median {ratio:.2} over {} pairs",
+        pairs.len()
+    );
+}
+
 fn parallel_queues(c: &mut Criterion) {
     let mut group = c.benchmark_group("parallel_compute_8_queues");
     let (ram, streams) = dispatch_heavy_setup();
+    bench_interleaved(&mut group, "null_backend", &ram, &streams, || NullBackend);
+    bench_interleaved(&mut group, "recording_backend", &ram, &streams, || Renderer);
     for workers in [1usize, 2] {
         let config = GpuConfig { workers, ..GpuConfig::default() };
-        let gpu = Gpu::threaded(Arc::clone(&ram), NullBackend, config).unwrap();
-        group.bench_function(format!("{workers}_workers"), |b| {
-            b.iter(|| {
-                let handles: Vec<_> = streams.iter().map(|&(q, a, n)| gpu.submit(q, a, n).unwrap()).collect();
-                for h in &handles {
-                    assert_eq!(h.wait().unwrap().dispatches, 4000);
-                }
-            })
-        });
+        let gpu = Gpu::threaded(Arc::clone(&ram), NullBackend, config.clone()).unwrap();
+        group.bench_function(format!("{workers}_workers"), |b| b.iter(|| run_streams(&gpu, &streams)));
+        drop(gpu);
+        let gpu = Gpu::threaded(Arc::clone(&ram), Renderer, config).unwrap();
+        group
+            .bench_function(format!("{workers}_workers_recording_backend"), |b| b.iter(|| run_streams(&gpu, &streams)));
     }
     group.finish();
 }

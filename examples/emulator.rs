@@ -25,8 +25,9 @@ const LABELS: u64 = RAM_BASE + 0x100_0000;
 const FRAMES: u32 = 50;
 
 /// The emulator's renderer: counts what it is asked to do (a real one would
-/// record Vulkan commands). Shared by every queue: the GPU calls it one call
-/// at a time, from whichever worker runs the queue.
+/// record Vulkan commands). The GPU asks it once per queue for that queue's
+/// own recorder, which it then calls on the worker running the queue, with
+/// no lock: queues record in parallel and share only these totals.
 #[derive(Default)]
 struct Renderer {
     draws: Arc<AtomicU64>,
@@ -35,13 +36,35 @@ struct Renderer {
 }
 
 impl Backend for Renderer {
-    fn draw(&mut self, _: &Draw<'_>) {
+    fn queue_backend(&mut self, queue: QueueId) -> Option<Box<dyn Backend + Send>> {
+        Some(Box::new(QueueRecorder {
+            queue,
+            draws: Arc::clone(&self.draws),
+            dispatches: Arc::clone(&self.dispatches),
+            fences: Arc::clone(&self.fences),
+        }))
+    }
+}
+
+/// One queue's recorder.
+struct QueueRecorder {
+    queue: QueueId,
+    draws: Arc<AtomicU64>,
+    dispatches: Arc<AtomicU64>,
+    fences: Arc<AtomicU64>,
+}
+
+impl Backend for QueueRecorder {
+    fn draw(&mut self, d: &Draw<'_>) {
+        debug_assert_eq!(d.queue, self.queue);
         self.draws.fetch_add(1, Ordering::Relaxed);
     }
-    fn dispatch(&mut self, _: &Dispatch<'_>) {
+    fn dispatch(&mut self, d: &Dispatch<'_>) {
+        debug_assert_eq!(d.queue, self.queue);
         self.dispatches.fetch_add(1, Ordering::Relaxed);
     }
-    fn fence(&mut self, _: &Fence) {
+    fn fence(&mut self, f: &Fence) {
+        debug_assert_eq!(f.queue, self.queue);
         self.fences.fetch_add(1, Ordering::Relaxed);
     }
 }

@@ -331,8 +331,16 @@ pub struct NotEmulated {
 /// that does nothing, so a backend overrides only what it draws or tracks.
 /// The callbacks borrow the processor's state for the call (the register
 /// file at a draw, the bound programs); a renderer copies what it keeps.
-/// In a threaded [`crate::gpu::Gpu`] the backend is shared by the queues'
-/// workers behind one lock taken per call, so it must be `Send`.
+///
+/// **Threading contract** (a [`crate::gpu::Gpu`]): each queue's calls come
+/// from the worker running that queue's slice, in that queue's packet order.
+/// A `Gpu` owns one backend `B: Send` and, at each queue's first slice, asks
+/// it for that queue's own backend ([`Backend::queue_backend`]): a renderer
+/// that returns one (its per-queue command recorder, say) has that queue's
+/// calls go there, on that queue's worker, without any lock, so queues on
+/// different workers call their backends in parallel. A backend that returns
+/// `None` (the default: one ordered event log, a replay) gets every queue's
+/// calls itself, behind one lock taken per call, never two at once.
 ///
 /// # Example
 ///
@@ -411,6 +419,258 @@ pub trait Backend {
     ) -> Result<(), MemoryError> {
         write_default_sample(kind, address, render_backends, memory)
     }
+
+    /// Asked by a [`crate::gpu::Gpu`] once per queue, at the queue's first
+    /// slice: a backend of its own for `queue`'s calls (owned by the queue,
+    /// called on its worker without the GPU's backend lock, dropped with the
+    /// `Gpu`), or `None` (the default) to have `queue`'s calls come to
+    /// `self` behind the lock. A renderer returns its per-queue recorder,
+    /// sharing what queues share (a device, a log) through an `Arc`; a
+    /// backend whose log orders every queue's calls keeps the default.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::sync::Arc;
+    /// use pm4core::backend::{Backend, Dispatch, QueueId};
+    ///
+    /// /// One queue's recorder: counts its dispatches' thread groups.
+    /// struct Recorder {
+    ///     groups: u64,
+    ///     total: Arc<AtomicU64>,
+    /// }
+    ///
+    /// impl Backend for Recorder {
+    ///     fn dispatch(&mut self, d: &Dispatch<'_>) {
+    ///         self.groups += u64::from(d.dims[0] * d.dims[1] * d.dims[2]);
+    ///     }
+    /// }
+    ///
+    /// impl Drop for Recorder {
+    ///     fn drop(&mut self) {
+    ///         self.total.fetch_add(self.groups, Ordering::Relaxed);
+    ///     }
+    /// }
+    ///
+    /// /// The renderer a `Gpu` is given: one recorder per queue.
+    /// struct Renderer {
+    ///     total: Arc<AtomicU64>,
+    /// }
+    ///
+    /// impl Backend for Renderer {
+    ///     fn queue_backend(&mut self, _queue: QueueId) -> Option<Box<dyn Backend + Send>> {
+    ///         Some(Box::new(Recorder { groups: 0, total: Arc::clone(&self.total) }))
+    ///     }
+    /// }
+    ///
+    /// let mut renderer = Renderer { total: Arc::default() };
+    /// let mut queue = renderer.queue_backend(QueueId::GRAPHICS).unwrap();
+    /// # let registers = pm4core::regs::RegisterFile::new();
+    /// # let program = Default::default();
+    /// # let location = Default::default();
+    /// let dispatch = Dispatch {
+    ///     queue: QueueId::GRAPHICS,
+    ///     opcode: pm4core::packet::Opcode::DISPATCH_DIRECT,
+    ///     location,
+    ///     dims: [4, 2, 1],
+    ///     start: [0; 3],
+    ///     threads_per_group: [64, 1, 1],
+    ///     initiator: 1,
+    ///     indirect_args: None,
+    ///     program: &program,
+    ///     registers: &registers,
+    /// };
+    /// queue.dispatch(&dispatch);
+    /// drop(queue);
+    /// assert_eq!(renderer.total.load(Ordering::Relaxed), 8);
+    /// ```
+    fn queue_backend(&mut self, queue: QueueId) -> Option<Box<dyn Backend + Send>> {
+        None
+    }
+}
+
+/// One backend call with its arguments, as [`Forward::forwarded`] sees it
+/// (the example of [`Forward`] counts fences by it).
+#[derive(Clone, Copy, Debug)]
+pub enum Call<'a> {
+    Packet { queue: QueueId, header: Header, location: &'a PacketLocation },
+    Draw(&'a Draw<'a>),
+    Dispatch(&'a Dispatch<'a>),
+    Event(&'a Event),
+    CacheAction { queue: QueueId, action: &'a CacheAction },
+    Fence(&'a Fence),
+    Flip(&'a Flip),
+    Marker { queue: QueueId, marker: &'a Marker<'a> },
+    HostCommand { queue: QueueId, code: u32, payload: &'a [u32] },
+    NotEmulated(&'a NotEmulated),
+    UnknownPacket(&'a UnknownPacket),
+    SkippedIndirectBuffer { queue: QueueId, location: &'a PacketLocation, address: u64, size_dw: u32 },
+    GpuClock,
+    SampleEvent { queue: QueueId, kind: SampleKind, address: u64, render_backends: u32 },
+}
+
+impl Call<'_> {
+    /// The queue whose packet made the call (`None` for a GPU clock
+    /// request, which names none).
+    ///
+    /// ```
+    /// use pm4core::backend::{Call, QueueId};
+    ///
+    /// let code = [7u32];
+    /// let call = Call::HostCommand { queue: QueueId(3), code: 0x42, payload: &code };
+    /// assert_eq!(call.queue(), Some(QueueId(3)));
+    /// assert_eq!(Call::GpuClock.queue(), None);
+    /// ```
+    pub fn queue(&self) -> Option<QueueId> {
+        Some(match *self {
+            Call::Packet { queue, .. }
+            | Call::CacheAction { queue, .. }
+            | Call::Marker { queue, .. }
+            | Call::HostCommand { queue, .. }
+            | Call::SkippedIndirectBuffer { queue, .. }
+            | Call::SampleEvent { queue, .. } => queue,
+            Call::Draw(d) => d.queue,
+            Call::Dispatch(d) => d.queue,
+            Call::Event(e) => e.queue,
+            Call::Fence(f) => f.queue,
+            Call::Flip(f) => f.queue,
+            Call::NotEmulated(p) => p.queue,
+            Call::UnknownPacket(r) => QueueId(r.queue),
+            Call::GpuClock => return None,
+        })
+    }
+}
+
+/// A backend that hands every call on to another one: implement `Forward`
+/// and the type is a [`Backend`] (a blanket implementation) whose every
+/// method calls [`Forward::forward`] with the same call on the target, then
+/// [`Forward::forwarded`]. A wrapper (a lock, a log filter, a counter)
+/// writes only what it changes. When `forward` drops a call (`None`), the
+/// trait's default effect applies: nothing, no GPU clock, the default
+/// sample record.
+///
+/// # Example
+///
+/// A wrapper counting the fences a renderer sees:
+///
+/// ```
+/// use pm4core::backend::{Backend, Call, Forward, NullBackend, QueueId};
+///
+/// struct CountFences<B> {
+///     inner: B,
+///     fences: u64,
+/// }
+///
+/// impl<B: Backend> Forward for CountFences<B> {
+///     type Target = B;
+///     fn forward<R>(&mut self, _queue: QueueId, call: impl FnOnce(&mut B) -> R) -> Option<R> {
+///         Some(call(&mut self.inner))
+///     }
+///     fn forwarded(&mut self, call: Call<'_>) {
+///         if let Call::Fence(_) = call {
+///             self.fences += 1;
+///         }
+///     }
+/// }
+///
+/// let mut backend = CountFences { inner: NullBackend, fences: 0 };
+/// let fence = pm4core::backend::Fence {
+///     queue: QueueId::GRAPHICS,
+///     opcode: pm4core::packet::Opcode::RELEASE_MEM,
+///     event_type: 0x28,
+///     address: 0x1000,
+///     data: 1,
+///     data_sel: 1,
+///     int_sel: 0,
+///     int_ctxid: 0,
+///     interrupt: false,
+/// };
+/// backend.fence(&fence);
+/// assert_eq!(backend.fences, 1);
+/// ```
+pub trait Forward {
+    /// The backend calls go on to.
+    type Target: Backend + ?Sized;
+
+    /// Runs `call` on the target for an effect of `queue`, or drops it
+    /// (`None`).
+    fn forward<R>(&mut self, queue: QueueId, call: impl FnOnce(&mut Self::Target) -> R) -> Option<R>;
+
+    /// Sees each call after it was forwarded (or dropped); the default does
+    /// nothing.
+    #[allow(unused_variables)]
+    fn forwarded(&mut self, call: Call<'_>) {}
+}
+
+/// The forwarding, written once for every [`Forward`] wrapper. The queue of
+/// a GPU clock request is not known: it is forwarded as the graphics queue's.
+impl<T: Forward> Backend for T {
+    fn packet(&mut self, queue: QueueId, header: Header, location: &PacketLocation) {
+        self.forward(queue, |b| b.packet(queue, header, location));
+        self.forwarded(Call::Packet { queue, header, location });
+    }
+    fn draw(&mut self, draw: &Draw<'_>) {
+        self.forward(draw.queue, |b| b.draw(draw));
+        self.forwarded(Call::Draw(draw));
+    }
+    fn dispatch(&mut self, dispatch: &Dispatch<'_>) {
+        self.forward(dispatch.queue, |b| b.dispatch(dispatch));
+        self.forwarded(Call::Dispatch(dispatch));
+    }
+    fn event(&mut self, event: &Event) {
+        self.forward(event.queue, |b| b.event(event));
+        self.forwarded(Call::Event(event));
+    }
+    fn cache_action(&mut self, queue: QueueId, action: &CacheAction) {
+        self.forward(queue, |b| b.cache_action(queue, action));
+        self.forwarded(Call::CacheAction { queue, action });
+    }
+    fn fence(&mut self, fence: &Fence) {
+        self.forward(fence.queue, |b| b.fence(fence));
+        self.forwarded(Call::Fence(fence));
+    }
+    fn flip(&mut self, flip: &Flip) {
+        self.forward(flip.queue, |b| b.flip(flip));
+        self.forwarded(Call::Flip(flip));
+    }
+    fn marker(&mut self, queue: QueueId, marker: &Marker<'_>) {
+        self.forward(queue, |b| b.marker(queue, marker));
+        self.forwarded(Call::Marker { queue, marker });
+    }
+    fn host_command(&mut self, queue: QueueId, code: u32, payload: &[u32]) {
+        self.forward(queue, |b| b.host_command(queue, code, payload));
+        self.forwarded(Call::HostCommand { queue, code, payload });
+    }
+    fn not_emulated(&mut self, packet: &NotEmulated) {
+        self.forward(packet.queue, |b| b.not_emulated(packet));
+        self.forwarded(Call::NotEmulated(packet));
+    }
+    fn unknown_packet(&mut self, report: &UnknownPacket) {
+        self.forward(QueueId(report.queue), |b| b.unknown_packet(report));
+        self.forwarded(Call::UnknownPacket(report));
+    }
+    fn skipped_indirect_buffer(&mut self, queue: QueueId, location: &PacketLocation, address: u64, size_dw: u32) {
+        self.forward(queue, |b| b.skipped_indirect_buffer(queue, location, address, size_dw));
+        self.forwarded(Call::SkippedIndirectBuffer { queue, location, address, size_dw });
+    }
+    fn gpu_clock(&mut self) -> Option<u64> {
+        let clock = self.forward(QueueId::GRAPHICS, |b| b.gpu_clock()).flatten();
+        self.forwarded(Call::GpuClock);
+        clock
+    }
+    fn sample_event(
+        &mut self,
+        queue: QueueId,
+        kind: SampleKind,
+        address: u64,
+        render_backends: u32,
+        memory: &dyn GuestMemory,
+    ) -> Result<(), MemoryError> {
+        let result = self
+            .forward(queue, |b| b.sample_event(queue, kind, address, render_backends, memory))
+            .unwrap_or_else(|| write_default_sample(kind, address, render_backends, memory));
+        self.forwarded(Call::SampleEvent { queue, kind, address, render_backends });
+        result
+    }
 }
 
 /// What [`Backend::sample_event`] writes by default.
@@ -444,7 +704,12 @@ pub fn write_default_sample(
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NullBackend;
 
-impl Backend for NullBackend {}
+/// Each queue gets its own (nothing to share, nothing to lock).
+impl Backend for NullBackend {
+    fn queue_backend(&mut self, _queue: QueueId) -> Option<Box<dyn Backend + Send>> {
+        Some(Box::new(NullBackend))
+    }
+}
 
 /// A backend that records a deterministic, human-readable event log, one
 /// line per effect, for tests and `pm4 replay --log`.
@@ -606,5 +871,60 @@ impl Backend for RecordingBackend {
     fn skipped_indirect_buffer(&mut self, queue: QueueId, location: &PacketLocation, address: u64, size_dw: u32) {
         self.lines
             .push(format!("{queue} skipped_ib addr={address:#x} size_dw={size_dw} packet={:#x}", location.address()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::FlatMemory;
+
+    /// Drops every call (a log that is full), noting what it saw.
+    struct Dropping {
+        seen: Vec<Option<QueueId>>,
+    }
+
+    impl Forward for Dropping {
+        type Target = RecordingBackend;
+        fn forward<R>(&mut self, _queue: QueueId, _call: impl FnOnce(&mut RecordingBackend) -> R) -> Option<R> {
+            None
+        }
+        fn forwarded(&mut self, call: Call<'_>) {
+            self.seen.push(call.queue());
+        }
+    }
+
+    #[test]
+    fn a_dropped_call_has_the_default_effect_and_is_still_seen() {
+        let memory = FlatMemory::new(0, 0x1000).unwrap();
+        let mut backend = Dropping { seen: Vec::new() };
+        let queue = QueueId(5);
+        backend.sample_event(queue, SampleKind::StreamoutStats(1), 0x100, 4, &memory).unwrap();
+        assert_eq!(memory.read_u64(0x100).unwrap(), 1 << 63);
+        assert_eq!(memory.read_u64(0x108).unwrap(), 1 << 63);
+        assert_eq!(backend.gpu_clock(), None);
+        backend.host_command(queue, 0x42, &[1, 2]);
+        assert_eq!(backend.seen, [Some(queue), None, Some(queue)]);
+    }
+
+    #[test]
+    fn a_forwarded_call_reaches_the_target_with_its_arguments() {
+        struct Through(RecordingBackend);
+        impl Forward for Through {
+            type Target = RecordingBackend;
+            fn forward<R>(&mut self, _queue: QueueId, call: impl FnOnce(&mut RecordingBackend) -> R) -> Option<R> {
+                Some(call(&mut self.0))
+            }
+        }
+        let mut backend = Through(RecordingBackend::new());
+        let mut direct = RecordingBackend::new();
+        let location = PacketLocation::default();
+        for b in [&mut backend as &mut dyn Backend, &mut direct] {
+            b.marker(QueueId(1), &Marker::Push("frame"));
+            b.skipped_indirect_buffer(QueueId(2), &location, 0x4000, 16);
+            b.host_command(QueueId(3), 7, &[9]);
+        }
+        assert!(!direct.lines.is_empty());
+        assert_eq!(backend.0.lines, direct.lines);
     }
 }

@@ -23,10 +23,7 @@ use std::ops::ControlFlow;
 
 use std::sync::Arc;
 
-use crate::backend::{
-    Backend, CacheAction, Dispatch, Draw, Event, Fence, Flip, Marker, NotEmulated, ProgramBinding, ProgramStage,
-    QueueId, RecordingBackend, SampleKind, UnknownPacket,
-};
+use crate::backend::{Call, Forward, ProgramBinding, ProgramStage, QueueId, RecordingBackend};
 use crate::diagnostics::forensics::{self, Failure, QueueForensics};
 use crate::diagnostics::timeline::{WaitSpan, WaitTracker};
 use crate::diagnostics::{ExecutedPacket, ReplayObserver};
@@ -482,30 +479,6 @@ struct ReplayBackend {
 }
 
 impl ReplayBackend {
-    /// Lets the recorder log an effect of `queue`'s running packet, then
-    /// numbers the new lines with that packet's index (as `pm4 state --at
-    /// #N` takes it).
-    /// Lines beyond [`Limits::max_events`] are not formatted: one final
-    /// "truncated at N events" line says so.
-    fn log_with(&mut self, queue: QueueId, f: impl FnOnce(&mut RecordingBackend)) {
-        let (Some(log), Some(records)) = (&mut self.log, &mut self.records) else { return };
-        if !records.accepts() {
-            return;
-        }
-        f(log);
-        let index = self.packets.get(queue.0 as usize).copied().unwrap_or(0);
-        for mut line in log.lines.drain(..) {
-            if let Some(space) = line.find(' ') {
-                line.insert_str(space, &format!(" #{index}"));
-            }
-            if !records.record_line(line, |n| format!("truncated at {n} events")) {
-                break;
-            }
-        }
-        log.lines.clear();
-        log.unknown.clear();
-    }
-
     fn bind(&mut self, slot: usize, stage: ProgramStage, binding: &ProgramBinding) {
         // The same program as this slot's last bind, already recorded.
         if binding.address == 0 || self.last_bound.get(slot) == Some(&binding.address) {
@@ -527,78 +500,73 @@ impl ReplayBackend {
     }
 }
 
-impl Backend for ReplayBackend {
-    fn packet(&mut self, queue: QueueId, header: Header, location: &PacketLocation) {
-        self.clock += 1;
-        if self.packets.is_empty() {
-            self.packets.resize(QueueId::COUNT as usize, 0);
+/// Every call goes to the recorder's log; the replay's own bookkeeping
+/// (the packet clock, bound programs, skipped buffers) sees the calls it
+/// needs afterwards.
+impl Forward for ReplayBackend {
+    type Target = RecordingBackend;
+
+    /// Lets the recorder log an effect of `queue`'s running packet, then
+    /// numbers the new lines with that packet's index (as `pm4 state --at
+    /// #N` takes it). Lines beyond [`Limits::max_events`] are not
+    /// formatted: one final "truncated at N events" line says so. Without
+    /// a log the call is dropped (a sample event then writes the default
+    /// record).
+    fn forward<R>(&mut self, queue: QueueId, call: impl FnOnce(&mut RecordingBackend) -> R) -> Option<R> {
+        let (Some(log), Some(records)) = (&mut self.log, &mut self.records) else { return None };
+        if !records.accepts() {
+            return None;
         }
-        if let Some(n) = self.packets.get_mut(queue.0 as usize) {
-            *n += 1;
+        let result = call(log);
+        let index = self.packets.get(queue.0 as usize).copied().unwrap_or(0);
+        for mut line in log.lines.drain(..) {
+            if let Some(space) = line.find(' ') {
+                line.insert_str(space, &format!(" #{index}"));
+            }
+            if !records.record_line(line, |n| format!("truncated at {n} events")) {
+                break;
+            }
         }
-        if let Some(t) = &mut self.timeline {
-            t.packet(self.clock, queue.0, header.name());
+        log.lines.clear();
+        log.unknown.clear();
+        Some(result)
+    }
+
+    fn forwarded(&mut self, call: Call<'_>) {
+        match call {
+            Call::Packet { queue, header, location } => {
+                self.clock += 1;
+                if self.packets.is_empty() {
+                    self.packets.resize(QueueId::COUNT as usize, 0);
+                }
+                if let Some(n) = self.packets.get_mut(queue.0 as usize) {
+                    *n += 1;
+                }
+                if let Some(t) = &mut self.timeline {
+                    t.packet(self.clock, queue.0, header.name());
+                }
+                if let Some(e) = &mut self.executed {
+                    e.push((queue, header, *location));
+                }
+            }
+            Call::SkippedIndirectBuffer { queue, location, address, size_dw }
+                if self.skipped_ibs.len() < self.max_skipped_ibs =>
+            {
+                let packet = location.address();
+                self.skipped_ibs.push(SkippedIb { queue: queue.to_string(), address, size_dw, packet });
+            }
+            Call::Draw(d) => {
+                self.draw_calls += 1;
+                for (slot, (stage, binding)) in ProgramStage::GRAPHICS.iter().zip(d.programs.iter()).enumerate() {
+                    self.bind(slot, *stage, binding);
+                }
+            }
+            Call::Dispatch(d) => {
+                self.draw_calls += 1;
+                self.bind(ProgramStage::GRAPHICS.len(), ProgramStage::Cs, d.program);
+            }
+            _ => {}
         }
-        if let Some(e) = &mut self.executed {
-            e.push((queue, header, *location));
-        }
-    }
-    fn skipped_indirect_buffer(&mut self, queue: QueueId, location: &PacketLocation, address: u64, size_dw: u32) {
-        if self.skipped_ibs.len() < self.max_skipped_ibs {
-            self.skipped_ibs.push(SkippedIb { queue: queue.to_string(), address, size_dw, packet: location.address() });
-        }
-        self.log_with(queue, |l| l.skipped_indirect_buffer(queue, location, address, size_dw));
-    }
-    fn draw(&mut self, d: &Draw<'_>) {
-        self.draw_calls += 1;
-        for (slot, (stage, binding)) in ProgramStage::GRAPHICS.iter().zip(d.programs.iter()).enumerate() {
-            self.bind(slot, *stage, binding);
-        }
-        self.log_with(d.queue, |l| l.draw(d));
-    }
-    fn dispatch(&mut self, d: &Dispatch<'_>) {
-        self.draw_calls += 1;
-        self.bind(ProgramStage::GRAPHICS.len(), ProgramStage::Cs, d.program);
-        self.log_with(d.queue, |l| l.dispatch(d));
-    }
-    fn event(&mut self, e: &Event) {
-        self.log_with(e.queue, |l| l.event(e));
-    }
-    fn cache_action(&mut self, q: QueueId, a: &CacheAction) {
-        self.log_with(q, |l| l.cache_action(q, a));
-    }
-    fn fence(&mut self, f: &Fence) {
-        self.log_with(f.queue, |l| l.fence(f));
-    }
-    fn flip(&mut self, f: &Flip) {
-        self.log_with(f.queue, |l| l.flip(f));
-    }
-    fn marker(&mut self, q: QueueId, m: &Marker<'_>) {
-        self.log_with(q, |l| l.marker(q, m));
-    }
-    fn host_command(&mut self, q: QueueId, code: u32, payload: &[u32]) {
-        self.log_with(q, |l| l.host_command(q, code, payload));
-    }
-    fn not_emulated(&mut self, p: &NotEmulated) {
-        self.log_with(p.queue, |l| l.not_emulated(p));
-    }
-    fn unknown_packet(&mut self, r: &UnknownPacket) {
-        self.log_with(QueueId(r.queue), |l| l.unknown_packet(r));
-    }
-    fn sample_event(
-        &mut self,
-        queue: QueueId,
-        kind: SampleKind,
-        address: u64,
-        render_backends: u32,
-        memory: &dyn GuestMemory,
-    ) -> Result<(), MemoryError> {
-        if !self.records.as_ref().is_some_and(Records::accepts) {
-            return crate::backend::write_default_sample(kind, address, render_backends, memory);
-        }
-        let mut result = Ok(());
-        self.log_with(queue, |l| result = l.sample_event(queue, kind, address, render_backends, memory));
-        result
     }
 }
 
@@ -1004,7 +972,8 @@ fn replay_into(
     let mut stall = None;
     if !stopped {
         if let Some(report) = settle(&gpu, &mut errors, &mut observed, &mut stopped) {
-            errors.push(error(ReplayErrorKind::Deadlock, report.to_string()));
+            // The trace is over: no host write can come, the stall is final.
+            errors.push(error(ReplayErrorKind::Deadlock, GpuError::Deadlock(report.clone()).to_string()));
             stall = Some(report);
         }
     }

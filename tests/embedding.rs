@@ -386,3 +386,189 @@ fn stress_threads_submit_and_cpu_write_labels_concurrently() {
     assert_eq!(stats.completed, THREADS * ROUNDS * 2);
     assert_eq!(fences.lock().len() as u64, THREADS * ROUNDS);
 }
+
+/// What one queue's own backend saw: (the queue it was made for, the
+/// queue of the call, the call).
+type Seen = Arc<parking_lot::Mutex<Vec<(QueueId, QueueId, String)>>>;
+
+/// One queue's recorder, made by [`PerQueue`].
+struct QueueRecorder {
+    queue: QueueId,
+    seen: Seen,
+}
+
+impl Backend for QueueRecorder {
+    fn dispatch(&mut self, d: &Dispatch<'_>) {
+        self.seen.lock().push((self.queue, d.queue, format!("dispatch {}", d.dims[0])));
+    }
+    fn fence(&mut self, f: &Fence) {
+        self.seen.lock().push((self.queue, f.queue, format!("fence {}", f.data)));
+    }
+}
+
+/// A renderer giving each queue its own recorder; it never sees a call
+/// itself.
+#[derive(Default)]
+struct PerQueue {
+    asked: Vec<QueueId>,
+    seen: Seen,
+    own_calls: u64,
+}
+
+impl Backend for PerQueue {
+    fn queue_backend(&mut self, queue: QueueId) -> Option<Box<dyn Backend + Send>> {
+        self.asked.push(queue);
+        Some(Box::new(QueueRecorder { queue, seen: Arc::clone(&self.seen) }))
+    }
+    fn dispatch(&mut self, _: &Dispatch<'_>) {
+        self.own_calls += 1;
+    }
+    fn fence(&mut self, _: &Fence) {
+        self.own_calls += 1;
+    }
+}
+
+#[test]
+fn each_queue_calls_its_own_backend_and_interrupts_still_reach_the_host() {
+    for threaded in [false, true] {
+        let mut ram = Ram::new();
+        let queues = [QueueId::GRAPHICS, comp(0, 0), comp(3, 1)];
+        let buffers: Vec<_> = queues
+            .iter()
+            .enumerate()
+            .map(|(n, _)| {
+                let mut c = Vec::new();
+                for dims in 1..=3 {
+                    pkt3(&mut c, Opcode::DISPATCH_DIRECT, &[10 * n as u32 + dims, 1, 1, 1]);
+                }
+                release(&mut c, LABELS + 8 * n as u64, n as u32 + 100);
+                ram.buffer(&c)
+            })
+            .collect();
+        let config = GpuConfig { workers: 2, slice_packets: 2, ..GpuConfig::default() };
+        let gpu = if threaded {
+            Gpu::threaded(Arc::clone(&ram.ram), PerQueue::default(), config).unwrap()
+        } else {
+            Gpu::deterministic(Arc::clone(&ram.ram), PerQueue::default(), config)
+        };
+        let handles: Vec<_> = queues.iter().zip(&buffers).map(|(&q, b)| gpu.submit(q, b.0, b.1).unwrap()).collect();
+        gpu.run_until_idle().unwrap();
+        for h in handles {
+            assert_eq!(h.wait().unwrap().dispatches, 3);
+        }
+        for (n, &queue) in queues.iter().enumerate() {
+            let interrupt = gpu.wait_interrupt(queue, std::time::Duration::from_secs(10)).unwrap().unwrap();
+            assert_eq!((interrupt.fence.queue, interrupt.fence.data), (queue, n as u64 + 100));
+        }
+        let parts = gpu.into_parts().unwrap();
+        let mut asked = parts.backend.asked.clone();
+        asked.sort();
+        assert_eq!(asked, queues, "asked once per queue that ran");
+        assert_eq!(parts.backend.own_calls, 0);
+        let seen = parts.backend.seen.lock().clone();
+        for (n, &queue) in queues.iter().enumerate() {
+            let calls: Vec<String> = seen
+                .iter()
+                .filter(|(made_for, _, _)| *made_for == queue)
+                .map(|(_, q, c)| {
+                    assert_eq!(*q, queue);
+                    c.clone()
+                })
+                .collect();
+            let base = 10 * n;
+            let expected = [
+                format!("dispatch {}", base + 1),
+                format!("dispatch {}", base + 2),
+                format!("dispatch {}", base + 3),
+                format!("fence {}", n + 100),
+            ];
+            assert_eq!(calls, expected, "threaded: {threaded}");
+        }
+    }
+}
+
+#[test]
+fn a_stall_reads_stall_and_a_declared_deadlock_reads_deadlock() {
+    let mut ram = Ram::new();
+    let mut c = Vec::new();
+    wait_eq(&mut c, LABELS, 1);
+    let c = ram.buffer(&c);
+    let gpu = Gpu::threaded(Arc::clone(&ram.ram), NullBackend, GpuConfig::default()).unwrap();
+    let h = gpu.submit(comp(1, 0), c.0, c.1).unwrap();
+    let RunStatus::Stalled(report) = gpu.run_until_stalled().unwrap() else { panic!("not stalled") };
+    let first = "1 queue waits and no host write is pending";
+    assert_eq!(report.to_string().lines().next().unwrap(), format!("stall: {first}"));
+    assert_eq!(gpu.declare_deadlock(), Some(report.clone()));
+    let error = h.wait().unwrap_err();
+    assert_eq!(error, GpuError::Deadlock(report));
+    assert_eq!(error.to_string().lines().next().unwrap(), format!("deadlock: {first}"));
+}
+
+#[test]
+fn a_resumed_queue_runs_the_command_dwords_the_cpu_rewrote_while_it_waited() {
+    for threaded in [false, true] {
+        let mut ram = Ram::new();
+        let (flag, out) = (LABELS, LABELS + 0x40);
+        let mut c = Vec::new();
+        wait_eq(&mut c, flag, 1);
+        write_data(&mut c, out, 1);
+        let (at, len) = ram.buffer(&c);
+        let gpu = if threaded {
+            Gpu::threaded(Arc::clone(&ram.ram), NullBackend, GpuConfig::default()).unwrap()
+        } else {
+            Gpu::deterministic(Arc::clone(&ram.ram), NullBackend, GpuConfig::default())
+        };
+        let h = gpu.submit(comp(2, 3), at, len).unwrap();
+        // Suspended in the wait, with the WRITE_DATA after it read ahead.
+        assert!(matches!(gpu.run_until_stalled().unwrap(), RunStatus::Stalled(_)));
+        // The CPU rewrites the WRITE_DATA's value (its last dword), then the label.
+        let value_dword = at + 4 * (u64::from(len) - 1);
+        ram.ram.write_u32(value_dword, 2).unwrap();
+        assert_eq!(gpu.notify_host_write(value_dword, 4).unwrap(), 0);
+        ram.ram.write_u32(flag, 1).unwrap();
+        assert_eq!(gpu.notify_host_write(flag, 4).unwrap(), 1);
+        gpu.run_until_idle().unwrap();
+        assert_eq!(h.wait().unwrap().packets, 2);
+        assert_eq!(ram.ram.read_u32(out).unwrap(), 2, "threaded: {threaded}");
+    }
+}
+
+#[test]
+fn deterministic_waits_block_while_another_thread_drives_and_a_lone_driver_runs_to_completion() {
+    let mut ram = Ram::new();
+    let (flag, out) = (LABELS, LABELS + 0x40);
+    let mut c = Vec::new();
+    wait_eq(&mut c, flag, 1);
+    write_data(&mut c, out, 9);
+    let (at, len) = ram.buffer(&c);
+    let gpu = Gpu::deterministic(Arc::clone(&ram.ram), NullBackend, GpuConfig::default());
+
+    // A guest thread blocks in wait(); the emulator's thread drives.
+    let h = gpu.submit(comp(1, 1), at, len).unwrap();
+    std::thread::scope(|s| {
+        let guest = s.spawn(|| h.wait());
+        assert!(matches!(gpu.run_until_stalled().unwrap(), RunStatus::Stalled(_)));
+        assert!(!guest.is_finished());
+        gpu.write_memory(flag, &1u32.to_le_bytes()).unwrap();
+        gpu.run_until_idle().unwrap();
+        let report = guest.join().unwrap().unwrap();
+        assert_eq!((report.packets, report.waits), (2, 1));
+    });
+    assert_eq!(ram.ram.read_u32(out).unwrap(), 9);
+
+    // One thread only: run_until_complete drives, and a stall is its answer.
+    ram.ram.write_u32(flag, 0).unwrap();
+    ram.ram.write_u32(out, 0).unwrap();
+    gpu.notify_host_write(flag, 0x44).unwrap();
+    let h = gpu.submit(comp(1, 1), at, len).unwrap();
+    let Err(GpuError::Deadlock(report)) = gpu.run_until_complete(&h) else { panic!("not a stall") };
+    assert_eq!(report.queues.len(), 1);
+    assert_eq!(report.queues[0].queue, comp(1, 1));
+    assert!(h.poll().is_none(), "nothing was cancelled");
+    gpu.write_memory(flag, &1u32.to_le_bytes()).unwrap();
+    let report = gpu.run_until_complete(&h).unwrap();
+    assert_eq!((report.id, report.packets), (h.id(), 2));
+    assert_eq!(ram.ram.read_u32(out).unwrap(), 9);
+    // A completed submission answers at once.
+    assert_eq!(gpu.run_until_complete(&h).unwrap(), report);
+}

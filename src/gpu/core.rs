@@ -24,7 +24,7 @@ use crate::shader::ShaderRegistry;
 
 use super::error::{GpuError, QueueStall, StallReport};
 use super::handle::{Slot, SubmissionId, SubmissionReport};
-use super::tap::{SharedBackend, Tap, Tracked, WriteLog};
+use super::tap::{QueueBackend, SliceBackend, Tap, Tracked, WriteLog};
 use super::watch::{RecentWrites, Watch, WatchIndex};
 use super::{GpuStats, QueueStatus, RunStatus};
 
@@ -187,6 +187,9 @@ impl LazyProcessor {
 
 pub(crate) struct QueueSlot {
     pub(crate) processor: LazyProcessor,
+    /// Where the queue's backend calls go (out with the processor while a
+    /// slice runs).
+    backend: QueueBackend,
     fifo: VecDeque<PendingSubmission>,
     running: Option<Running>,
     /// Set while suspended and not yet woken.
@@ -214,6 +217,7 @@ impl QueueSlot {
 pub(crate) struct Ticket {
     queue: usize,
     processor: Box<Processor>,
+    backend: QueueBackend,
     submission: SubmissionId,
     span: Span,
     /// [`RecentWrites::seq`] when the slice began.
@@ -236,6 +240,9 @@ pub(crate) enum SliceFailure {
     Panicked(String),
 }
 
+// One bit per queue in `Sched::ready`.
+const _: () = assert!(QueueId::COUNT <= 64);
+
 /// Queues, host operations and wait bookkeeping, behind the scheduler lock.
 /// Dropping it completes every pending handle with [`GpuError::ShutDown`].
 pub(crate) struct Sched {
@@ -243,7 +250,14 @@ pub(crate) struct Sched {
     ops: VecDeque<HostOp>,
     /// Round-robin position: the first queue looked at next.
     cursor: usize,
+    /// Bit `q` set while queue `q` is runnable ([`QueueSlot::runnable`],
+    /// kept by [`Sched::refresh`] after each change): the next queue is
+    /// found without looking at all 57 under the lock.
+    ready: u64,
     slice_packets: u64,
+    /// Threaded mode: a slice's packets while no queue waits (at least
+    /// `slice_packets`).
+    busy_slice_packets: u64,
     watches: WatchIndex,
     recent: RecentWrites,
     /// Record writes in `recent` (threaded mode: slices overlap).
@@ -252,6 +266,8 @@ pub(crate) struct Sched {
     suspended: usize,
     /// Slices in progress.
     pub(crate) in_flight: usize,
+    /// Host threads waiting for a slice to give a processor back.
+    pub(crate) processor_waiters: usize,
     pub(crate) stats: GpuStats,
     /// Scratch list of queues to wake.
     woken: Vec<usize>,
@@ -286,7 +302,8 @@ pub(crate) enum Step {
 }
 
 impl Sched {
-    pub(crate) fn new(config: &ProcessorConfig, slice_packets: u64, concurrent: bool) -> Self {
+    pub(crate) fn new(config: &ProcessorConfig, slices: (u64, u64), concurrent: bool) -> Self {
+        let (slice_packets, busy_slice_packets) = slices;
         let global = Arc::new(GlobalState::new(config.gds_bytes));
         let config = Arc::new(config.clone());
         let queues = (0..QueueId::COUNT)
@@ -300,6 +317,7 @@ impl Sched {
                         inner: None,
                         out: false,
                     },
+                    backend: QueueBackend::Unasked,
                     fifo: VecDeque::new(),
                     running: None,
                     wait: None,
@@ -312,12 +330,15 @@ impl Sched {
             queues,
             ops: VecDeque::new(),
             cursor: 0,
+            ready: 0,
             slice_packets: slice_packets.max(1),
+            busy_slice_packets: busy_slice_packets.max(slice_packets).max(1),
             watches: WatchIndex::default(),
             recent: RecentWrites::default(),
             concurrent,
             suspended: 0,
             in_flight: 0,
+            processor_waiters: 0,
             stats: GpuStats::default(),
             woken: Vec::new(),
             stall_episode: 0,
@@ -333,10 +354,12 @@ impl Sched {
     }
 
     pub(crate) fn enqueue(&mut self, sub: PendingSubmission) {
-        match self.queues.get_mut(sub.queue) {
+        let queue = sub.queue;
+        match self.queues.get_mut(queue) {
             Some(q) => {
                 self.stats.submissions += 1;
                 q.fifo.push_back(sub);
+                self.refresh(queue);
             }
             None => {
                 let queue = sub.queue as u32;
@@ -354,15 +377,26 @@ impl Sched {
         }
     }
 
+    /// Notes whether `queue` is runnable now (after any change to it).
+    fn refresh(&mut self, queue: usize) {
+        let runnable = self.queues.get(queue).is_some_and(QueueSlot::runnable);
+        let bit = 1u64.checked_shl(queue as u32).unwrap_or(0);
+        if runnable {
+            self.ready |= bit;
+        } else {
+            self.ready &= !bit;
+        }
+    }
+
     /// The first runnable queue at or after the round-robin cursor.
     pub(crate) fn pick(&self) -> Option<usize> {
-        // From the cursor to the end, then from the start: no division per
-        // queue looked at.
-        let (before, after) = self.queues.split_at(self.cursor.min(self.queues.len()));
-        match after.iter().position(QueueSlot::runnable) {
-            Some(i) => Some(before.len() + i),
-            None => before.iter().position(QueueSlot::runnable),
-        }
+        let at_or_after = self.ready & u64::MAX.checked_shl(self.cursor as u32).unwrap_or(0);
+        let pick = [at_or_after, self.ready].into_iter().find(|&m| m != 0).map(|m| m.trailing_zeros() as usize);
+        debug_assert_eq!(pick, {
+            let n = self.queues.len();
+            (0..n).map(|i| (self.cursor + i) % n).find(|&q| self.queues.get(q).is_some_and(QueueSlot::runnable))
+        });
+        pick
     }
 
     fn has_work(&self) -> bool {
@@ -387,6 +421,7 @@ impl Sched {
         self.watches.remove(queue, watch);
         self.suspended = self.suspended.saturating_sub(1);
         self.stats.wakes += 1;
+        self.refresh(queue);
         true
     }
 
@@ -481,6 +516,7 @@ impl Sched {
         let Some(running) = q.running.take() else {
             return;
         };
+        self.refresh(queue);
         let outcome = match result {
             Ok(()) => {
                 self.stats.completed += 1;
@@ -565,6 +601,7 @@ impl Sched {
         q.abort_requested = false;
         let running = q.running.take()?;
         q.processor.abort();
+        self.refresh(queue);
         self.stats.aborted += 1;
         let id = running.sub.id;
         tracing::info!(parent: &running.span, "submission aborted");
@@ -602,6 +639,7 @@ impl Sched {
             }
         }
         self.watches = WatchIndex::default();
+        self.ready = 0;
         self.suspended = 0;
         self.uconfig_waiters = 0;
         for op in self.ops.drain(..) {
@@ -620,6 +658,12 @@ impl Sched {
     /// takes its processor out. `None` when there is nothing to run (the
     /// submission could not start: its handle is completed).
     pub(crate) fn begin_slice(&mut self, queue: usize) -> Option<Ticket> {
+        let ticket = self.start_slice(queue);
+        self.refresh(queue);
+        ticket
+    }
+
+    fn start_slice(&mut self, queue: usize) -> Option<Ticket> {
         self.cursor = (queue + 1) % self.queues.len().max(1);
         self.stats.slices += 1;
         self.stalled = false;
@@ -655,11 +699,18 @@ impl Sched {
             counts,
             queue,
             processor,
+            backend: std::mem::take(&mut q.backend),
             submission: running.sub.id,
             span: running.span.clone(),
             seen: self.recent.seq(),
             uconfig_seen: self.global.uconfig_writes(),
-            slice_packets: self.slice_packets,
+            // No queue waits for a write this slice may make: fewer, longer
+            // slices (threaded mode), so less scheduling per packet.
+            slice_packets: if self.concurrent && self.suspended == 0 {
+                self.busy_slice_packets
+            } else {
+                self.slice_packets
+            },
         })
     }
 
@@ -667,8 +718,11 @@ impl Sched {
     /// the submission, and wakes the queues whose watched bytes the slice
     /// wrote. Returns how many queues woke.
     pub(crate) fn end_slice(&mut self, ticket: Ticket, result: SliceResult, log: &WriteLog) -> usize {
-        let Ticket { queue, mut processor, submission, span, seen, uconfig_seen, counts, .. } = ticket;
+        let Ticket { queue, mut processor, backend, submission, span, seen, uconfig_seen, counts, .. } = ticket;
         self.in_flight = self.in_flight.saturating_sub(1);
+        if let Some(q) = self.queues.get_mut(queue) {
+            q.backend = backend;
+        }
         self.stats.packets += processor.stats().packets.wrapping_sub(counts.0);
         self.stats.dwords += processor.stats().dwords.wrapping_sub(counts.1);
         let id = processor.queue();
@@ -721,7 +775,8 @@ impl Sched {
         if self.queues.get(queue).is_some_and(|q| q.abort_requested) {
             self.abort_now(queue, GpuError::Aborted);
         }
-        woken += usize::from(self.queues.get(queue).is_some_and(QueueSlot::runnable));
+        self.refresh(queue);
+        woken += usize::from(self.ready & 1u64.checked_shl(queue as u32).unwrap_or(0) != 0);
         woken
     }
 
@@ -729,6 +784,7 @@ impl Sched {
         if let Some(q) = self.queues.get_mut(queue) {
             q.processor.put(processor);
         }
+        self.refresh(queue);
     }
 }
 
@@ -762,12 +818,16 @@ pub(crate) fn run_slice<M: GuestMemory, B: Backend>(
     log.clear();
     let _entered = ticket.span.enter();
     let tracked = Tracked::new(&parts.memory, log);
-    let mut backend = SharedBackend { tap: &parts.backend, submission: ticket.submission };
-    let processor = &mut ticket.processor;
-    let packets = ticket.slice_packets;
+    let Ticket { processor, backend: queue_backend, submission, slice_packets, .. } = ticket;
     let result = catch_unwind(AssertUnwindSafe(|| {
+        queue_backend.settle(&parts.backend, processor.queue());
+        let own = match queue_backend {
+            QueueBackend::Own(own) => Some(&mut **own),
+            _ => None,
+        };
+        let mut backend = SliceBackend { tap: &parts.backend, own, submission: *submission };
         let mut env = Env { memory: &tracked, backend: &mut backend, shaders: &parts.shaders };
-        processor.process_slice(&mut env, packets)
+        processor.process_slice(&mut env, *slice_packets)
     }));
     match result {
         Ok(Ok(status)) => Ok(status),

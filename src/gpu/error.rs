@@ -36,7 +36,7 @@ pub enum GpuError {
     /// is cancelled) or, on a submission, final: the embedder declared the
     /// stall a deadlock ([`super::Gpu::declare_deadlock`],
     /// [`super::GpuConfig::stall_timeout`]) and the submission was stopped.
-    #[error("{0}")]
+    #[error("{}", .0.describe("deadlock"))]
     Deadlock(StallReport),
     /// The backend panicked during one of the submission's packets; the
     /// submission was stopped and its queue went on.
@@ -124,14 +124,36 @@ impl StallReport {
     }
 }
 
-impl fmt::Display for StallReport {
+impl StallReport {
+    /// The report under a heading: `stall:` while the host may still write
+    /// a label, `deadlock:` once it is declared final.
+    fn describe(&self, heading: &'static str) -> Described<'_> {
+        Described { report: self, heading }
+    }
+}
+
+/// A [`StallReport`] with its heading, as text.
+struct Described<'a> {
+    report: &'a StallReport,
+    heading: &'static str,
+}
+
+impl fmt::Display for Described<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let n = self.queues.len();
+        let n = self.report.queues.len();
         let (queues, wait) = if n == 1 { ("queue", "waits") } else { ("queues", "wait") };
-        write!(f, "deadlock: {n} {queues} {wait} and no host write is pending")?;
-        for q in &self.queues {
+        write!(f, "{}: {n} {queues} {wait} and no host write is pending", self.heading)?;
+        for q in &self.report.queues {
             write!(f, "\n  {q}")?;
         }
         Ok(())
+    }
+}
+
+/// `stall: 2 queues wait and no host write is pending`, then one line per
+/// queue. (As [`GpuError::Deadlock`], the same text says `deadlock:`.)
+impl fmt::Display for StallReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.describe("stall").fmt(f)
     }
 }

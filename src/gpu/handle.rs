@@ -104,7 +104,8 @@ fn deadline_after(timeout: Duration) -> Option<Instant> {
 }
 
 /// The host's handle on one submission. Cloning it gives another handle on
-/// the same submission.
+/// the same submission. (Examples: [`super::Gpu`]'s, where a thread waits for
+/// a CPU label, and [`super::Gpu::run_until_complete`]'s.)
 #[derive(Clone)]
 pub struct Submission {
     pub(crate) id: SubmissionId,
@@ -153,9 +154,16 @@ impl Submission {
     /// [`GpuError::Deadlock`] only when the embedder says so
     /// ([`super::GpuConfig::stall_timeout`], [`super::Gpu::declare_deadlock`]).
     /// Dropping the GPU completes pending work with [`GpuError::ShutDown`],
-    /// so a wait never outlives the GPU. In deterministic mode another thread
-    /// must drive the GPU meanwhile (`run_until_idle`); a thread that drives
-    /// it itself uses [`Submission::poll`].
+    /// so a wait never outlives the GPU.
+    ///
+    /// **Deterministic mode: this call never drives the GPU.** Nothing runs
+    /// there unless a thread drives it ([`super::Gpu::run_until_stalled`],
+    /// `run_until_idle`, `run_slices`), so that thread keeps the
+    /// interleaving it chose; a guest thread may block here meanwhile. If no
+    /// thread drives the GPU, this wait blocks until the GPU is dropped. A
+    /// thread that drives the GPU itself calls
+    /// [`super::Gpu::run_until_complete`] instead (or [`Submission::poll`]
+    /// between its runs).
     pub fn wait(&self) -> Result<SubmissionReport, GpuError> {
         self.slot.wait(None).unwrap_or(Err(GpuError::Pending))
     }

@@ -13,7 +13,9 @@
 //! `Arc<`[`FlatMemory`](crate::memory::FlatMemory)`>` whose other clone the
 //! emulator's CPU writes directly. The scheduler (`core.rs`, one lock) keeps
 //! each queue's submissions and waits; a *slice* of a queue (at most
-//! [`GpuConfig::slice_packets`] packets) runs with that lock released.
+//! [`GpuConfig::slice_packets`] packets; in threaded mode
+//! [`GpuConfig::busy_slice_packets`] while no queue waits) runs with that
+//! lock released.
 //!
 //! **Modes.**
 //! - [`Gpu::deterministic`]: nothing runs on its own. The caller's thread
@@ -22,7 +24,10 @@
 //!   a fixed order. The same sequence of calls gives the same interleaving,
 //!   the same memory and the same backend log on every run (replay, tests).
 //!   Host writes through [`Gpu::write_memory`] follow the trace format's
-//!   WRIT rule (below). Other threads may wait on handles meanwhile.
+//!   WRIT rule (below). Other threads may wait on handles meanwhile
+//!   ([`Submission::wait`] never drives the GPU: it returns once the
+//!   driving thread has run the submission); a thread that drives the GPU
+//!   and wants one submission's result calls [`Gpu::run_until_complete`].
 //! - [`Gpu::threaded`]: a bounded pool of [`GpuConfig::workers`] threads
 //!   (default: the available cores) runs queues as work arrives, slices of
 //!   different queues in parallel. A queue is never on two workers at once,
@@ -92,14 +97,21 @@
 //! [`Gpu::run_until_idle`] returns [`GpuError::Deadlock`] with the report
 //! (nothing is cancelled; a host write and another run may resolve it).
 //!
-//! **Backend threading contract.** The backend `B` is `Send` and shared: the
-//! GPU keeps it behind one lock taken for each call only. Calls for one
-//! queue come from whichever worker runs that queue's slice, in that queue's
-//! packet order; calls for different queues interleave (threaded mode) and
-//! never overlap. A backend that wants per-queue state keys it by the
-//! `QueueId` every call carries. A panic in a backend call is caught at the
-//! worker boundary: that submission fails with [`GpuError::BackendPanicked`]
-//! and the queue goes on.
+//! **Backend threading contract.** The GPU owns one backend `B: Send`. At
+//! each queue's first slice it asks `B` for that queue's own backend
+//! ([`Backend::queue_backend`]): the choice is *one backend per queue from a
+//! factory*. A queue with its own backend (a renderer's per-queue command
+//! recorder; [`NullBackend`](crate::backend::NullBackend)) has every call of
+//! its packets go there, on the worker running its slice, in its packet
+//! order, without any lock: queues on different workers call their backends
+//! in parallel. A queue without one (the default: an event log ordered
+//! across queues, the replay) calls `B` itself behind one lock taken for
+//! each call only: calls for different queues interleave and never overlap.
+//! [`Gpu::with_backend`] and [`Gpu::into_parts`] reach `B`; per-queue
+//! backends are dropped with the `Gpu`. Interrupts are copied to the host's
+//! channels whichever backend saw the fence. A panic in a backend call is
+//! caught at the worker boundary: that submission fails with
+//! [`GpuError::BackendPanicked`] and the queue goes on.
 //!
 //! **Errors.** A [`Pm4Error`](crate::processor::Pm4Error) aborts that
 //! submission only: its handle completes with [`GpuError::Processor`] and the
@@ -130,7 +142,7 @@ pub use error::{GpuError, QueueStall, StallReport};
 pub use handle::{HostWrite, Submission, SubmissionId, SubmissionReport};
 pub use tap::Interrupt;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -157,6 +169,14 @@ pub struct GpuConfig {
     /// Most packets a queue runs before the next runnable queue's turn
     /// (at least 1).
     pub slice_packets: u64,
+    /// Threaded mode: most packets of a slice that starts while no queue
+    /// waits (on memory, a register or the constant engine); at least
+    /// [`GpuConfig::slice_packets`]. A waiting queue is woken by writes when
+    /// the writer's slice ends, so while one waits slices stay short; while
+    /// none does, longer slices cost fewer trips through the scheduler lock
+    /// per packet (queues then take turns less often, in the same
+    /// round-robin order). Deterministic mode always uses `slice_packets`.
+    pub busy_slice_packets: u64,
     /// Interrupts kept per queue for the host; when full the oldest is
     /// dropped (and counted in [`GpuStats::interrupts_dropped`]).
     pub interrupt_capacity: usize,
@@ -179,6 +199,7 @@ impl Default for GpuConfig {
         Self {
             processor: ProcessorConfig::default(),
             slice_packets: 64,
+            busy_slice_packets: 256,
             interrupt_capacity: 1024,
             workers: 0,
             worker_spin: Duration::from_micros(50),
@@ -280,7 +301,10 @@ impl<M, B> Drop for Control<M, B> {
 /// rules and guarantees.
 ///
 /// All methods take `&self`; a `Gpu` is `Sync` and may be shared between
-/// host threads (`Arc<Gpu>` or scoped threads). Do not call `Gpu` methods
+/// host threads (`Arc<Gpu>` or scoped threads). The backend: one per queue
+/// from a factory ([`Backend::queue_backend`], called without a lock on the
+/// queue's worker), or the GPU's own behind a lock taken per call (see
+/// "Backend threading contract" in the module documentation). Do not call `Gpu` methods
 /// from inside a `with_*` closure: the locks are not re-entrant.
 ///
 /// # Example
@@ -356,7 +380,8 @@ where
 {
     fn build(memory: M, backend: B, config: &GpuConfig, threaded: bool) -> Arc<Shared<M, B>> {
         let backend = Tap::new(backend, QueueId::COUNT as usize, config.interrupt_capacity);
-        let sched = Sched::new(&config.processor, config.slice_packets, threaded);
+        let slices = (config.slice_packets, config.busy_slice_packets);
+        let sched = Sched::new(&config.processor, slices, threaded);
         let (stall_tx, stall_rx) = crossbeam_channel::bounded(64);
         Arc::new(Shared {
             parts: Parts { memory, backend: Mutex::new(backend), shaders: ShaderRegistry::default() },
@@ -364,6 +389,7 @@ where
             work: Condvar::new(),
             changed: Condvar::new(),
             epoch: AtomicU64::new(0),
+            spinning: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
             lost: AtomicBool::new(false),
             stall_tx,
@@ -497,8 +523,11 @@ where
     /// `[address, address + len)` of guest memory directly: wakes exactly
     /// the suspended queues whose watched bytes overlap (at a cost in
     /// proportion to what overlaps, not to the number of queues) and drops
-    /// decoded shader containers in the range (prefetched command dwords
-    /// are dropped at every slice's start). Returns how many queues woke.
+    /// decoded shader containers in the range. Prefetched command dwords
+    /// are dropped at every slice's start: a queue that resumes (or next
+    /// runs) after this call runs the dwords as the CPU rewrote them; a
+    /// write racing with a running slice may or may not be seen by it, as
+    /// on hardware. Returns how many queues woke.
     ///
     /// A range outside the 48-bit space, wrapping, or not mapped is an
     /// error and changes nothing.
@@ -550,6 +579,59 @@ where
         match self.run_until_stalled()? {
             RunStatus::Stalled(report) => Err(GpuError::Deadlock(report)),
             RunStatus::Idle | RunStatus::Running => Ok(()),
+        }
+    }
+
+    /// Runs until `submission` completes and returns its final result, as
+    /// [`Submission::wait`] does; what a single-threaded embedder of a
+    /// deterministic GPU calls, since nothing else drives it.
+    ///
+    /// Deterministic mode: drives the GPU on the caller's thread, one step
+    /// at a time as [`Gpu::run_until_stalled`] does, until the submission
+    /// has its result. When the GPU stalls first, answers
+    /// [`GpuError::Deadlock`] with the report (the run's answer, as
+    /// [`Gpu::run_until_idle`] gives it: nothing is cancelled; a host write
+    /// and another call may resolve it). Threaded mode: blocks as
+    /// [`Submission::wait`].
+    ///
+    /// ```
+    /// use pm4core::backend::{NullBackend, QueueId};
+    /// use pm4core::gpu::{Gpu, GpuConfig, GpuError};
+    /// use pm4core::memory::{GuestMemory, SparseMemory};
+    /// use pm4core::packet::{Header, Opcode};
+    ///
+    /// let memory = SparseMemory::new();
+    /// memory.map_zeroed(0, 0x10000).unwrap();
+    /// // WAIT_REG_MEM: memory 0x8000 == 1.
+    /// let cmd = [Header::type3(Opcode::WAIT_REG_MEM, 6).0, 0x13, 0x8000, 0, 1, 0xFFFF_FFFF, 4];
+    /// for (i, dword) in cmd.iter().enumerate() {
+    ///     memory.write_u32(0x1000 + 4 * i as u64, *dword).unwrap();
+    /// }
+    /// let gpu = Gpu::deterministic(memory, NullBackend, GpuConfig::default());
+    /// let done = gpu.submit(QueueId::GRAPHICS, 0x1000, cmd.len() as u32).unwrap();
+    /// // Nothing else drives this GPU: the wait would stall for ever.
+    /// assert!(matches!(gpu.run_until_complete(&done), Err(GpuError::Deadlock(_))));
+    /// gpu.write_memory(0x8000, &1u32.to_le_bytes()).unwrap();
+    /// assert_eq!(gpu.run_until_complete(&done).unwrap().waits, 1);
+    /// ```
+    pub fn run_until_complete(&self, submission: &Submission) -> Result<SubmissionReport, GpuError> {
+        if self.is_threaded() {
+            return submission.wait();
+        }
+        let mut sched = self.shared.sched.lock();
+        let mut log = WriteLog::default();
+        loop {
+            if let Some(result) = submission.poll() {
+                return result;
+            }
+            match step(&self.shared.parts, &mut sched, &mut log) {
+                Step::Ran => {}
+                Step::Idle => return submission.poll().unwrap_or(Err(GpuError::Pending)),
+                Step::Stalled => {
+                    let report = sched.stall_report().unwrap_or_default();
+                    return submission.poll().unwrap_or(Err(GpuError::Deadlock(report)));
+                }
+            }
         }
     }
 
@@ -649,7 +731,9 @@ where
         f(&self.shared.parts.memory)
     }
 
-    /// The backend (the user's), between two backend calls.
+    /// The backend (the user's), between two backend calls. Queues with a
+    /// backend of their own ([`Backend::queue_backend`]) call that one
+    /// instead; it is not reachable here.
     pub fn with_backend<R>(&self, f: impl FnOnce(&mut B) -> R) -> R {
         f(&mut self.shared.parts.backend.lock().inner)
     }
@@ -678,7 +762,9 @@ where
     fn queue_home(&self, index: usize) -> MutexGuard<'_, Sched> {
         let mut sched = self.shared.sched.lock();
         while sched.queues.get(index).is_some_and(|q| q.processor.is_out()) {
+            sched.processor_waiters += 1;
             self.shared.changed.wait(&mut sched);
+            sched.processor_waiters -= 1;
         }
         sched
     }

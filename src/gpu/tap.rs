@@ -5,11 +5,8 @@
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 
-use crate::backend::{
-    Backend, CacheAction, Dispatch, Draw, Event, Fence, Flip, Marker, NotEmulated, QueueId, SampleKind, UnknownPacket,
-};
-use crate::memory::{GuestMemory, MemoryError, ObservedMemory, WriteObserver};
-use crate::packet::{Header, PacketLocation};
+use crate::backend::{Backend, Call, Fence, Forward, QueueId};
+use crate::memory::{GuestMemory, ObservedMemory, WriteObserver};
 
 use super::handle::SubmissionId;
 
@@ -160,81 +157,60 @@ impl<B: Backend> Tap<B> {
     }
 }
 
-/// The backend as one queue's slice sees it: every call takes the GPU's
-/// backend lock for that call only (queues on other workers call it in
-/// between), and fences with an interrupt select are copied to the
-/// interrupt channels, tagged with the running submission.
-pub(crate) struct SharedBackend<'a, B> {
+/// Where one queue's backend calls go, settled at its first slice by
+/// [`Backend::queue_backend`]. It travels with the queue's processor.
+#[derive(Default)]
+pub(crate) enum QueueBackend {
+    /// The queue has not run yet.
+    #[default]
+    Unasked,
+    /// The queue's own backend: called on its worker, no lock.
+    Own(Box<dyn Backend + Send>),
+    /// The GPU's backend, behind its lock.
+    Shared,
+}
+
+impl QueueBackend {
+    /// Asks the GPU's backend, once, where `queue`'s calls go.
+    pub(crate) fn settle<B: Backend>(&mut self, tap: &Mutex<Tap<B>>, queue: QueueId) {
+        if let QueueBackend::Unasked = self {
+            *self = match tap.lock().inner.queue_backend(queue) {
+                Some(own) => QueueBackend::Own(own),
+                None => QueueBackend::Shared,
+            };
+        }
+    }
+}
+
+/// The backend as one queue's slice sees it: the queue's own backend
+/// without a lock, or the GPU's behind its lock (taken for each call only,
+/// so queues on other workers call it in between); fences with an
+/// interrupt select are copied to the interrupt channels, tagged with the
+/// running submission.
+pub(crate) struct SliceBackend<'a, B> {
     pub(crate) tap: &'a Mutex<Tap<B>>,
+    pub(crate) own: Option<&'a mut (dyn Backend + Send + 'static)>,
     pub(crate) submission: SubmissionId,
 }
 
-impl<B: Backend> Backend for SharedBackend<'_, B> {
-    fn packet(&mut self, queue: QueueId, header: Header, location: &PacketLocation) {
-        self.tap.lock().inner.packet(queue, header, location)
+impl<'a, B: Backend + 'a> Forward for SliceBackend<'a, B> {
+    type Target = dyn Backend + 'a;
+
+    #[inline]
+    fn forward<R>(&mut self, _queue: QueueId, call: impl FnOnce(&mut Self::Target) -> R) -> Option<R> {
+        Some(match &mut self.own {
+            Some(own) => call(&mut **own),
+            None => call(&mut self.tap.lock().inner),
+        })
     }
 
-    fn draw(&mut self, draw: &Draw<'_>) {
-        self.tap.lock().inner.draw(draw)
-    }
-
-    fn dispatch(&mut self, dispatch: &Dispatch<'_>) {
-        self.tap.lock().inner.dispatch(dispatch)
-    }
-
-    fn event(&mut self, event: &Event) {
-        self.tap.lock().inner.event(event)
-    }
-
-    fn cache_action(&mut self, queue: QueueId, action: &CacheAction) {
-        self.tap.lock().inner.cache_action(queue, action)
-    }
-
-    fn fence(&mut self, fence: &Fence) {
-        let mut tap = self.tap.lock();
-        tap.inner.fence(fence);
-        if fence.interrupt {
-            tap.raise(fence, self.submission);
+    #[inline]
+    fn forwarded(&mut self, call: Call<'_>) {
+        if let Call::Fence(fence) = call {
+            if fence.interrupt {
+                self.tap.lock().raise(fence, self.submission);
+            }
         }
-    }
-
-    fn flip(&mut self, flip: &Flip) {
-        self.tap.lock().inner.flip(flip)
-    }
-
-    fn marker(&mut self, queue: QueueId, marker: &Marker<'_>) {
-        self.tap.lock().inner.marker(queue, marker)
-    }
-
-    fn host_command(&mut self, queue: QueueId, code: u32, payload: &[u32]) {
-        self.tap.lock().inner.host_command(queue, code, payload)
-    }
-
-    fn not_emulated(&mut self, packet: &NotEmulated) {
-        self.tap.lock().inner.not_emulated(packet)
-    }
-
-    fn unknown_packet(&mut self, report: &UnknownPacket) {
-        self.tap.lock().inner.unknown_packet(report)
-    }
-
-    fn skipped_indirect_buffer(&mut self, queue: QueueId, location: &PacketLocation, address: u64, size_dw: u32) {
-        self.tap.lock().inner.skipped_indirect_buffer(queue, location, address, size_dw)
-    }
-
-    fn gpu_clock(&mut self) -> Option<u64> {
-        self.tap.lock().inner.gpu_clock()
-    }
-
-    fn sample_event(
-        &mut self,
-        queue: QueueId,
-        kind: SampleKind,
-        address: u64,
-        render_backends: u32,
-        memory: &dyn GuestMemory,
-    ) -> Result<(), MemoryError> {
-        self.tap.lock().inner.sample_event(queue, kind, address, render_backends, memory)
     }
 }
 

@@ -2,7 +2,7 @@
 //! runnable queues from the scheduler and run one slice each, with the
 //! scheduler lock released while the packets run, so queues run in parallel.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -36,6 +36,9 @@ pub(crate) struct Shared<M, B> {
     pub(crate) changed: Condvar,
     /// Bumped whenever work is offered, for spinning workers.
     pub(crate) epoch: AtomicU64,
+    /// Workers polling `epoch` (not parked): an offer of one piece of work
+    /// while one polls wakes no parked thread.
+    pub(crate) spinning: AtomicUsize,
     pub(crate) stop: AtomicBool,
     /// Set when a worker died of a bug.
     pub(crate) lost: AtomicBool,
@@ -45,12 +48,16 @@ pub(crate) struct Shared<M, B> {
 }
 
 impl<M, B> Shared<M, B> {
-    /// New work may be runnable: wake an idle worker.
+    /// New work may be runnable (made so under the scheduler lock, now
+    /// released): wake an idle worker, unless one is polling and will see
+    /// it. A worker that stops polling takes the scheduler lock and looks
+    /// for work before it parks, so an offer it missed is either seen then
+    /// or made after it parked (and then it is woken here).
     pub(crate) fn offer_work(&self, all: bool) {
-        self.epoch.fetch_add(1, Ordering::Release);
+        self.epoch.fetch_add(1, Ordering::SeqCst);
         if all {
             self.work.notify_all();
-        } else {
+        } else if self.spinning.load(Ordering::SeqCst) == 0 {
             self.work.notify_one();
         }
     }
@@ -94,15 +101,19 @@ impl<M, B> Drop for LostGuard<'_, M, B> {
 
 /// Polls the work epoch for up to `spin` without the lock; true when it moved.
 fn spin_for_work<M, B>(shared: &Shared<M, B>, spin: Duration) -> bool {
-    let epoch = shared.epoch.load(Ordering::Acquire);
+    shared.spinning.fetch_add(1, Ordering::SeqCst);
+    let epoch = shared.epoch.load(Ordering::SeqCst);
     let start = Instant::now();
+    let mut moved = false;
     while start.elapsed() < spin {
-        if shared.epoch.load(Ordering::Acquire) != epoch || shared.stop.load(Ordering::Acquire) {
-            return true;
+        if shared.epoch.load(Ordering::SeqCst) != epoch || shared.stop.load(Ordering::Acquire) {
+            moved = true;
+            break;
         }
         std::thread::yield_now();
     }
-    false
+    shared.spinning.fetch_sub(1, Ordering::SeqCst);
+    moved
 }
 
 /// One worker's loop: pick a runnable queue (never one another worker has),
@@ -132,7 +143,11 @@ pub(crate) fn run<M: GuestMemory, B: Backend>(shared: Arc<Shared<M, B>>) {
             if woken > 1 {
                 shared.offer_work(true);
             }
-            shared.changed.notify_all();
+            // Host threads wait for quiescence or for a processor back:
+            // not woken by every slice of a busy GPU.
+            if sched.processor_waiters > 0 || sched.quiescent() {
+                shared.changed.notify_all();
+            }
             continue;
         }
         if sched.in_flight == 0 {
