@@ -254,6 +254,9 @@ pub(crate) struct Sched {
     /// kept by [`Sched::refresh`] after each change): the next queue is
     /// found without looking at all 57 under the lock.
     ready: u64,
+    /// Bit `q` set while queue `q` has work ([`QueueSlot::has_work`]: a
+    /// submission running or queued), kept with `ready`.
+    busy: u64,
     slice_packets: u64,
     /// Threaded mode: a slice's packets while no queue waits (at least
     /// `slice_packets`).
@@ -331,6 +334,7 @@ impl Sched {
             ops: VecDeque::new(),
             cursor: 0,
             ready: 0,
+            busy: 0,
             slice_packets: slice_packets.max(1),
             busy_slice_packets: busy_slice_packets.max(slice_packets).max(1),
             watches: WatchIndex::default(),
@@ -379,12 +383,17 @@ impl Sched {
 
     /// Notes whether `queue` is runnable now (after any change to it).
     fn refresh(&mut self, queue: usize) {
-        let runnable = self.queues.get(queue).is_some_and(QueueSlot::runnable);
+        let slot = self.queues.get(queue);
         let bit = 1u64.checked_shl(queue as u32).unwrap_or(0);
-        if runnable {
+        if slot.is_some_and(QueueSlot::runnable) {
             self.ready |= bit;
         } else {
             self.ready &= !bit;
+        }
+        if slot.is_some_and(QueueSlot::has_work) {
+            self.busy |= bit;
+        } else {
+            self.busy &= !bit;
         }
     }
 
@@ -400,7 +409,8 @@ impl Sched {
     }
 
     fn has_work(&self) -> bool {
-        self.queues.iter().any(QueueSlot::has_work)
+        debug_assert_eq!(self.busy != 0, self.queues.iter().any(QueueSlot::has_work));
+        self.busy != 0
     }
 
     /// No slice runs and none can start.
@@ -640,6 +650,7 @@ impl Sched {
         }
         self.watches = WatchIndex::default();
         self.ready = 0;
+        self.busy = 0;
         self.suspended = 0;
         self.uconfig_waiters = 0;
         for op in self.ops.drain(..) {
