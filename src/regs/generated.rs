@@ -14149,8 +14149,8 @@ pub mod pkt3 {
 
 /// What CLEAR_STATE loads (`registers/clear-state-gfx10.json`, from the
 /// Linux kernel's amdgpu gfx10 clear-state table, MIT licence, Copyright 2019
-/// Advanced Micro Devices, Inc.). Context registers inside [`EXTENTS`] reset
-/// to the value in [`NONZERO`], or to 0; registers outside keep their value.
+/// Advanced Micro Devices, Inc.). Context registers inside [`EXTENTS`](clear_state::EXTENTS) reset
+/// to the value in [`NONZERO`](clear_state::NONZERO), or to 0; registers outside keep their value.
 pub mod clear_state {
     /// `(first register, count)` of each context-register range CLEAR_STATE resets.
     pub static EXTENTS: &[(u32, u32)] = &[

@@ -566,8 +566,8 @@ impl ClearState {
             out,
             "/// What CLEAR_STATE loads (`registers/clear-state-gfx10.json`, from the\n\
              /// Linux kernel's amdgpu gfx10 clear-state table, MIT licence, Copyright 2019\n\
-             /// Advanced Micro Devices, Inc.). Context registers inside [`EXTENTS`] reset\n\
-             /// to the value in [`NONZERO`], or to 0; registers outside keep their value."
+             /// Advanced Micro Devices, Inc.). Context registers inside [`EXTENTS`](clear_state::EXTENTS) reset\n\
+             /// to the value in [`NONZERO`](clear_state::NONZERO), or to 0; registers outside keep their value."
         )?;
         writeln!(out, "pub mod clear_state {{")?;
         writeln!(out, "    /// `(first register, count)` of each context-register range CLEAR_STATE resets.")?;
