@@ -212,6 +212,9 @@ fn run_streams<B: Backend + Send + 'static>(gpu: &Gpu<Arc<FlatMemory>, B>, strea
 /// One worker against two on the same streams, one run of each in turn
 /// (so both see the same machine load): the bench's time is the pair's,
 /// and the median of each and of the ratio of neighbouring runs is printed.
+/// Each run here starts from a parked pool while the other GPU's worker may
+/// still be polling, so it measures a cold start: the ratio comes out lower
+/// than the `1_workers`/`2_workers` benches, where one GPU runs back to back.
 fn bench_interleaved<B: Backend + Send + 'static>(
     group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     name: &str,
