@@ -1057,33 +1057,16 @@ fn skip_or_type0(
     location: PacketLocation,
     tally: &mut Tally<'_>,
 ) -> Result<u32, Pm4Error> {
-    let consumed = skip_or_type0_run(window, state, env, header, length, location, tally)?;
-    if tally.report {
-        report_packet(env.backend, state.queue, header, location);
-    }
-    Ok(consumed)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn skip_or_type0_run(
-    window: &mut PrefetchWindow,
-    state: &mut ProcessorState,
-    env: &mut Env<'_>,
-    header: Header,
-    length: u32,
-    location: PacketLocation,
-    tally: &mut Tally<'_>,
-) -> Result<u32, Pm4Error> {
-    match header.packet_type() {
+    let consumed = match header.packet_type() {
         PacketType::Type3 => {
             // Predicated while predication says "skip".
             tally.type3(header, length);
             state.stats.skipped += 1;
-            Ok(length)
+            length
         }
         PacketType::Type2 => {
             tally.any(header, 1);
-            Ok(1)
+            1
         }
         PacketType::Type0 | PacketType::Type1 => {
             let remaining = location.buffer_size_dw - location.offset_dw;
@@ -1096,9 +1079,13 @@ fn skip_or_type0_run(
             }
             tracing::debug!(queue = %state.queue, %location, "type-0 packet writes registers from {base:#x}");
             tally.any(header, length);
-            Ok(length)
+            length
         }
+    };
+    if tally.report {
+        report_packet(env.backend, state.queue, header, location);
     }
+    Ok(consumed)
 }
 
 /// [`Backend::packet`] for a packet counted (when the configuration asks).
