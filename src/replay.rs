@@ -557,6 +557,11 @@ impl Forward for ReplayBackend {
             }
             Call::Draw(d) => {
                 self.draw_calls += 1;
+                // Programs unchanged since this queue's previous draw were
+                // recorded then (unless some could not be kept): nothing new.
+                if d.changed & crate::processor::state_group::PROGRAMS == 0 && self.programs_not_kept == 0 {
+                    return;
+                }
                 for (slot, (stage, binding)) in ProgramStage::GRAPHICS.iter().zip(d.programs.iter()).enumerate() {
                     self.bind(slot, *stage, binding);
                 }
