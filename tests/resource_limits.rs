@@ -321,9 +321,10 @@ fn a_waiting_constant_engine_queues_at_most_256_buffers() {
 
 // ------------------------------------------------------------ static walk
 
-#[test]
-fn a_fanned_out_walk_stops_at_the_walk_budget_with_bounded_output() {
-    // Each level calls the next eight times: 8^6 packets from a few hundred bytes.
+/// Assembler source of six levels of indirect buffers, each calling the
+/// next eight times, down to one NOP (8^6 packets from a few hundred
+/// bytes); the caller adds its submissions of `l0`.
+fn fanned_out_source() -> String {
     let mut source = String::from(".info gpu=gfx10.3\n");
     for level in 0..6u64 {
         source.push_str(&format!("l{level}: .mem {:#x}\n", 0x100000 + level * 0x1000));
@@ -333,6 +334,13 @@ fn a_fanned_out_walk_stops_at_the_walk_budget_with_bounded_output() {
         source.push_str(".end\n");
     }
     source.push_str("l6: .mem 0x106000\n    NOP 0\n.end\n");
+    source
+}
+
+#[test]
+fn a_fanned_out_walk_stops_at_the_walk_budget_with_bounded_output() {
+    // Each level calls the next eight times: 8^6 packets from a few hundred bytes.
+    let mut source = fanned_out_source();
     for q in queues().iter().take(4) {
         source.push_str(&format!(".submit {q} l0\n"));
     }
@@ -457,15 +465,8 @@ fn a_hostile_replay_exits_1_naming_the_limit_with_bounded_files() {
 
 #[test]
 fn a_fanned_out_disassembly_and_an_endless_inspect_exit_1_naming_the_limit() {
-    let mut source = String::from(".info gpu=gfx10.3\n");
-    for level in 0..6u64 {
-        source.push_str(&format!("l{level}: .mem {:#x}\n", 0x100000 + level * 0x1000));
-        for _ in 0..8 {
-            source.push_str(&format!("    ib l{}, dwords(l{})\n", level + 1, level + 1));
-        }
-        source.push_str(".end\n");
-    }
-    source.push_str("l6: .mem 0x106000\n    NOP 0\n.end\n.submit gfx l0\n");
+    let mut source = fanned_out_source();
+    source.push_str(".submit gfx l0\n");
     let dir = temp_dir("disasm");
     let path = dir.join("fan.pm4t");
     std::fs::write(&path, assemble(&source).bytes()).unwrap();
