@@ -701,9 +701,13 @@ impl Observed<'_> {
 
 /// Scheduler steps between two checks of the work limits: a replay stops
 /// at most this many slices past a limit (each slice at most
-/// [`GpuConfig::slice_packets`] packets), and the check costs a few locks
-/// per 16 slices.
+/// [`GpuConfig::slice_packets`] packets, or [`LONE_SLICE_PACKETS`] while one
+/// queue runs alone), and the check costs a few locks per 16 slices.
 const CHECK_SLICES: u64 = 16;
+
+/// The replay's [`GpuConfig::lone_slice_packets`] (unless its options set
+/// one): the slice of a queue that runs alone.
+const LONE_SLICE_PACKETS: u64 = 1024;
 
 type ReplayGpu = Gpu<SparseMemory, ReplayBackend>;
 
@@ -852,6 +856,11 @@ fn replay_into(
     let max_events = usize::try_from(limits.max_events).unwrap_or(usize::MAX);
     if observe {
         config.slice_packets = 1;
+        config.lone_slice_packets = 1;
+    } else if config.lone_slice_packets == 0 {
+        // A queue running alone goes through the scheduler (and the limit
+        // checks) once per LONE_SLICE_PACKETS packets.
+        config.lone_slice_packets = LONE_SLICE_PACKETS;
     }
     let backend = ReplayBackend {
         log: log.is_some().then(RecordingBackend::new),

@@ -752,6 +752,39 @@ fn a_long_buffer_does_not_starve_another_queue() {
 }
 
 #[test]
+fn a_queue_alone_runs_lone_slices_and_shares_when_another_has_work() {
+    let mut mem = Mem::new();
+    let mut long = Vec::new();
+    for i in 0..1000u32 {
+        write_data(&mut long, DATA + 0x40, &[i]);
+    }
+    release_int(&mut long, DATA, 1, 1);
+    let long = mem.buffer(&long);
+    let mut short = Vec::new();
+    release_int(&mut short, DATA + 4, 2, 2);
+    let short = mem.buffer(&short);
+    let config = GpuConfig { slice_packets: 16, lone_slice_packets: 600, ..GpuConfig::default() };
+    let gpu = gpu_with(mem, Mode::Deterministic, config);
+    // Alone: two slices of 600 packets, then the last one.
+    let alone = submit(&gpu, comp(0, 0), long);
+    gpu.run_until_idle().unwrap();
+    assert_eq!(result(&alone).unwrap().slices, 2);
+    assert_eq!(read32(&gpu, DATA + 0x40), 999);
+    // With another queue's work waiting, 16-packet slices as before: the
+    // round robin (now past comp0.0) runs the long buffer on comp6.7 for
+    // 16 packets, the short one, then the long one alone: 600, 385.
+    let h_long = submit(&gpu, comp(6, 7), long);
+    let h_short = submit(&gpu, comp(0, 0), short);
+    gpu.run_until_idle().unwrap();
+    assert_eq!(result(&h_short).unwrap().slices, 1);
+    assert_eq!(result(&h_long).unwrap().slices, 3);
+    let first = gpu.wait_interrupt(comp(0, 0), Duration::ZERO).unwrap().unwrap();
+    let second = gpu.wait_interrupt(comp(0, 0), Duration::ZERO).unwrap().unwrap();
+    let third = gpu.wait_interrupt(comp(6, 7), Duration::ZERO).unwrap().unwrap();
+    assert_eq!((first.submission, second.submission, third.submission), (alone.id(), h_short.id(), h_long.id()));
+}
+
+#[test]
 fn abort_completes_the_handle_and_the_queue_goes_on() {
     for mode in MODES {
         let mut mem = Mem::new();

@@ -15,8 +15,9 @@ use pm4core::replay::{replay, replay_to, ReplayOptions, ReplayOutcome, ReplayOut
 use pm4core::trace::Trace;
 
 /// Scheduler slices between two checks of the work limits, times packets
-/// per slice: how far past a limit a replay may run.
-const OVERSHOOT: u64 = 16 * 64;
+/// per slice (1024 while a queue runs alone): how far past a limit a
+/// replay may run.
+const OVERSHOOT: u64 = 16 * 1024;
 
 fn assemble(source: &str) -> Trace {
     let bytes = pm4core::asm::assemble(source).unwrap();

@@ -240,6 +240,17 @@ pub(crate) enum SliceFailure {
     Panicked(String),
 }
 
+/// The packets of a slice by circumstance (see [`super::GpuConfig`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SliceSizes {
+    /// [`super::GpuConfig::slice_packets`].
+    pub(crate) slice: u64,
+    /// [`super::GpuConfig::busy_slice_packets`].
+    pub(crate) busy: u64,
+    /// [`super::GpuConfig::lone_slice_packets`].
+    pub(crate) lone: u64,
+}
+
 // One bit per queue in `Sched::ready`.
 const _: () = assert!(QueueId::COUNT <= 64);
 
@@ -261,6 +272,9 @@ pub(crate) struct Sched {
     /// Threaded mode: a slice's packets while no queue waits (at least
     /// `slice_packets`).
     busy_slice_packets: u64,
+    /// Deterministic mode: a slice's packets while no other queue has work
+    /// (at least `slice_packets`).
+    lone_slice_packets: u64,
     watches: WatchIndex,
     recent: RecentWrites,
     /// Record writes in `recent` (threaded mode: slices overlap).
@@ -305,8 +319,8 @@ pub(crate) enum Step {
 }
 
 impl Sched {
-    pub(crate) fn new(config: &ProcessorConfig, slices: (u64, u64), concurrent: bool) -> Self {
-        let (slice_packets, busy_slice_packets) = slices;
+    pub(crate) fn new(config: &ProcessorConfig, slices: SliceSizes, concurrent: bool) -> Self {
+        let slice_packets = slices.slice.max(1);
         let global = Arc::new(GlobalState::new(config.gds_bytes));
         let config = Arc::new(config.clone());
         let queues = (0..QueueId::COUNT)
@@ -335,8 +349,9 @@ impl Sched {
             cursor: 0,
             ready: 0,
             busy: 0,
-            slice_packets: slice_packets.max(1),
-            busy_slice_packets: busy_slice_packets.max(slice_packets).max(1),
+            slice_packets,
+            busy_slice_packets: slices.busy.max(slice_packets),
+            lone_slice_packets: slices.lone.max(slice_packets),
             watches: WatchIndex::default(),
             recent: RecentWrites::default(),
             concurrent,
@@ -715,10 +730,18 @@ impl Sched {
             span: running.span.clone(),
             seen: self.recent.seq(),
             uconfig_seen: self.global.uconfig_writes(),
-            // No queue waits for a write this slice may make: fewer, longer
-            // slices (threaded mode), so less scheduling per packet.
-            slice_packets: if self.concurrent && self.suspended == 0 {
-                self.busy_slice_packets
+            // No queue waits for a write this slice may make (threaded
+            // mode), or no other queue could run before it ends anyway
+            // (deterministic mode): fewer, longer slices, so less scheduling
+            // per packet.
+            slice_packets: if self.concurrent {
+                if self.suspended == 0 {
+                    self.busy_slice_packets
+                } else {
+                    self.slice_packets
+                }
+            } else if self.busy & !1u64.checked_shl(queue as u32).unwrap_or(0) == 0 {
+                self.lone_slice_packets
             } else {
                 self.slice_packets
             },

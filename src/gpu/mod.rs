@@ -14,8 +14,9 @@
 //! emulator's CPU writes directly. The scheduler (`core.rs`, one lock) keeps
 //! each queue's submissions and waits; a *slice* of a queue (at most
 //! [`GpuConfig::slice_packets`] packets; in threaded mode
-//! [`GpuConfig::busy_slice_packets`] while no queue waits) runs with that
-//! lock released.
+//! [`GpuConfig::busy_slice_packets`] while no queue waits; in deterministic
+//! mode [`GpuConfig::lone_slice_packets`] while no other queue has work)
+//! runs with that lock released.
 //!
 //! **Modes.**
 //! - [`Gpu::deterministic`]: nothing runs on its own. The caller's thread
@@ -156,7 +157,7 @@ use crate::processor::{GlobalState, Processor, ProcessorConfig, ProcessorStats, 
 use crate::regs::RegisterFile;
 use crate::shader::ShaderRegistry;
 
-use self::core::{step, HostOp, Parts, PendingSubmission, Sched, Step};
+use self::core::{step, HostOp, Parts, PendingSubmission, Sched, SliceSizes, Step};
 use self::handle::Slot;
 use self::tap::{Tap, WriteLog};
 use self::worker::{Shared, WorkerSettings};
@@ -175,8 +176,19 @@ pub struct GpuConfig {
     /// the writer's slice ends, so while one waits slices stay short; while
     /// none does, longer slices cost fewer trips through the scheduler lock
     /// per packet (queues then take turns less often, in the same
-    /// round-robin order). Deterministic mode always uses `slice_packets`.
+    /// round-robin order). Deterministic mode uses `slice_packets` (or
+    /// [`GpuConfig::lone_slice_packets`]).
     pub busy_slice_packets: u64,
+    /// Deterministic mode: most packets of a slice that starts while its
+    /// queue is the only one with work (no other queue has a submission
+    /// running, queued or waiting). Nothing can run between two such
+    /// slices, so a longer one changes no effect and no order: only the
+    /// count of [`Gpu::run_slices`] steps the same packets take, and how
+    /// far the host's calls between steps may fall behind. At least
+    /// [`GpuConfig::slice_packets`] (the default, 0, means exactly that).
+    /// The trace replay uses 1024: a single-queue stream then goes through
+    /// the scheduler once per 1024 packets instead of once per 64.
+    pub lone_slice_packets: u64,
     /// Interrupts kept per queue for the host; when full the oldest is
     /// dropped (and counted in [`GpuStats::interrupts_dropped`]).
     pub interrupt_capacity: usize,
@@ -200,6 +212,7 @@ impl Default for GpuConfig {
             processor: ProcessorConfig::default(),
             slice_packets: 64,
             busy_slice_packets: 256,
+            lone_slice_packets: 0,
             interrupt_capacity: 1024,
             workers: 0,
             worker_spin: Duration::from_micros(50),
@@ -380,7 +393,11 @@ where
 {
     fn build(memory: M, backend: B, config: &GpuConfig, threaded: bool) -> Arc<Shared<M, B>> {
         let backend = Tap::new(backend, QueueId::COUNT as usize, config.interrupt_capacity);
-        let slices = (config.slice_packets, config.busy_slice_packets);
+        let slices = SliceSizes {
+            slice: config.slice_packets,
+            busy: config.busy_slice_packets,
+            lone: config.lone_slice_packets,
+        };
         let sched = Sched::new(&config.processor, slices, threaded);
         let (stall_tx, stall_rx) = crossbeam_channel::bounded(64);
         Arc::new(Shared {
