@@ -472,6 +472,21 @@ fn state_command(
     Ok(0)
 }
 
+/// Standard output for a command that writes a lot of text (a listing can
+/// be many times its input): behind a 256 KiB buffer, and when it is a pipe
+/// (on Linux) with the pipe's capacity raised to 1 MiB where the system
+/// allows, so the writer and the reader take turns once per megabyte
+/// instead of once per 64 KiB. The text is the same either way.
+fn bulk_stdout() -> std::io::BufWriter<std::io::StdoutLock<'static>> {
+    let stdout = std::io::stdout().lock();
+    #[cfg(target_os = "linux")]
+    {
+        // Not a pipe, or above the system's limit: the capacity stays.
+        let _ = rustix::pipe::fcntl_setpipe_size(&stdout, 1 << 20);
+    }
+    std::io::BufWriter::with_capacity(256 << 10, stdout)
+}
+
 fn disasm_command(
     trace: Option<&Path>,
     raw: Option<&Path>,
@@ -493,7 +508,7 @@ fn disasm_command(
         }
         _ => return Err(bad_input("give a trace file or --raw FILE")),
     };
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut out = bulk_stdout();
     let io = output_failure;
     let complete = if json {
         let listing = disassembler.listing();
