@@ -120,6 +120,23 @@ impl GlobalState {
         true
     }
 
+    /// [`GlobalState::set_uconfig`] where `register`'s page is allocated
+    /// already (the loop's fast path: no allocation); false, with nothing
+    /// stored, otherwise.
+    #[inline]
+    pub(crate) fn set_uconfig_allocated(&self, register: u32, value: u32) -> bool {
+        let Some(i) = register.checked_sub(space::UCONFIG) else { return false };
+        let Some(page) = self.uconfig.get((i / UCONFIG_PAGE) as usize).and_then(OnceLock::get) else {
+            return false;
+        };
+        let Some(slot) = page.get((i % UCONFIG_PAGE) as usize) else { return false };
+        if slot.load(Ordering::Acquire) != value {
+            slot.store(value, Ordering::Release);
+            self.uconfig_writes.fetch_add(1, Ordering::AcqRel);
+        }
+        true
+    }
+
     /// How many UCONFIG writes changed a value so far (any queue).
     #[inline]
     pub fn uconfig_writes(&self) -> u64 {

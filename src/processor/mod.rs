@@ -859,7 +859,7 @@ fn run_packets(
                         }
                     }
                     // One at a time: a backend that sees every packet, or a
-                    // writer with no body.
+                    // writer the fast path leaves (see `register_run`).
                     ran += 1;
                     if run.size != 0 {
                         let Some((first, values)) = words.get(at + 1..end).and_then(|body| body.split_first()) else {
@@ -969,12 +969,14 @@ fn run_packets(
 }
 
 /// The loop's fast path: from `at` in `words` (a view of the window), runs
-/// packets while they are plain register writers (stored with their
-/// register actions, as the handler path stores them) or one-dword NOP
-/// pads, at most `limit` of them. Stops before anything else: another
-/// opcode, a type-0/1/2 header, a predicated packet while predication
-/// skips, a packet the view does not hold whole, a register writer with no
-/// body. Returns the packets run and where it stopped.
+/// packets while they are plain register writers of 1 to 4 values that
+/// only store and mark state groups (the same effect as `write_run`), or
+/// one-dword NOP pads, at most `limit` of them. Stops before anything
+/// else, which the caller runs one packet at a time: another opcode, a
+/// type-0/1/2 header, a predicated packet while predication skips, a
+/// packet the view does not hold whole, a register writer with no body,
+/// more values, a register with a handler, a run across marks or pages,
+/// an unallocated page. Returns the packets run and where it stopped.
 #[inline(never)]
 fn register_run(
     words: &[u32],
@@ -986,6 +988,8 @@ fn register_run(
     by_opcode: &mut [u64; 256],
 ) -> (u64, usize) {
     let mut packets = 0u64;
+    // The state groups the run marks, ORed into the state once at the end.
+    let mut dirty = 0u32;
     while packets < limit {
         let Some(&h) = words.get(at) else { break };
         if h < 0xC000_0000 || (h & 1 != 0 && predication_skips) {
@@ -1002,20 +1006,55 @@ fn register_run(
             packets += 1;
             continue;
         }
+        // The body: the register offset, then `count` values.
         let run = runs[opcode];
-        if run.size == 0 {
-            break;
-        }
         let end = at + count as usize + 2;
         let Some((first, values)) = words.get(at + 1..end).and_then(|body| body.split_first()) else { break };
-        let offset = first & 0xFFFF;
-        if !handlers::registers::write_run_in_page(state, run.base, run.size, offset, values) {
-            handlers::registers::write_run(state, run.base, run.size, offset, values);
+        let offset = (first & 0xFFFF) as usize;
+        // Anything but 1 to 4 values in one span of equal marks (so inside
+        // the space), none calling a handler, in an allocated page, is the
+        // caller's (one packet at a time, through `write_run`): this loop
+        // calls nothing, so its variables stay in registers.
+        let Some(&span) = run.spans.get(offset) else { break };
+        let n = values.len();
+        let marks = span as u32;
+        if n.wrapping_sub(1) >= 4 || offset + n - 1 > (span >> 32) as usize || marks & tables::CALLS_HANDLER != 0 {
+            break;
         }
+        let register = run.base + offset as u32;
+        let Some(slots) = state.regs.allocated_range_mut(register, n as u32) else { break };
+        if register >= crate::regs::space::UCONFIG {
+            // GPU-wide: one value, into the shared file's allocated page.
+            match values {
+                [value] if state.global.set_uconfig_allocated(register, *value) => {}
+                _ => break,
+            }
+        }
+        match (slots, values) {
+            ([s0], [v0]) => *s0 = *v0,
+            ([s0, s1], [v0, v1]) => {
+                *s0 = *v0;
+                *s1 = *v1;
+            }
+            ([s0, s1, s2], [v0, v1, v2]) => {
+                *s0 = *v0;
+                *s1 = *v1;
+                *s2 = *v2;
+            }
+            ([s0, s1, s2, s3], [v0, v1, v2, v3]) => {
+                *s0 = *v0;
+                *s1 = *v1;
+                *s2 = *v2;
+                *s3 = *v3;
+            }
+            _ => break,
+        }
+        dirty |= marks;
         by_opcode[opcode] += 1;
         at = end;
         packets += 1;
     }
+    state.dirty |= dirty;
     (packets, at)
 }
 

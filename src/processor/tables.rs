@@ -229,19 +229,27 @@ const fn compute_opcode_table() -> [OpcodeEntry; 256] {
 
 /// The register space a plain register writer writes (`size` 0 for every
 /// other opcode): [`OpcodeEntry::SetRegisters`] as a compact table for the
-/// loop's fast path.
+/// loop's fast path, with the space's [`RunSpans`] (empty for a space
+/// without action tables).
 #[derive(Clone, Copy)]
 pub(crate) struct RegisterRun {
     pub base: u32,
     pub size: u32,
+    pub spans: &'static [u64],
 }
 
 const fn register_runs(entries: [OpcodeEntry; 256]) -> [RegisterRun; 256] {
-    let mut t = [RegisterRun { base: 0, size: 0 }; 256];
+    let mut t = [RegisterRun { base: 0, size: 0, spans: &[] }; 256];
     let mut i = 0;
     while i < 256 {
         if let OpcodeEntry::SetRegisters { base, size } = entries[i] {
-            t[i] = RegisterRun { base, size };
+            let spans: &'static [u64] = match base {
+                space::SH => &SH_RUN_SPANS,
+                space::CONTEXT => &CONTEXT_RUN_SPANS,
+                space::UCONFIG => &UCONFIG_RUN_SPANS,
+                _ => &[],
+            };
+            t[i] = RegisterRun { base, size, spans };
         }
         i += 1;
     }
@@ -471,6 +479,29 @@ static SH_REGISTER_MARKS: RangeMarks<{ space::SH_SIZE as usize }> = range_marks_
 static CONTEXT_MARK_SPANS: [u16; space::CONTEXT_SIZE as usize] = spans_of(&marks_of(&context_table()));
 static SH_MARK_SPANS: [u16; space::SH_SIZE as usize] = spans_of(&marks_of(&sh_table()));
 static UCONFIG_REGISTER_MARKS: RegisterMarks<{ space::UCONFIG_SIZE as usize }> = marks_of(&uconfig_table());
+
+/// A register table's [`RegisterMarks`] and spans of equal marks in one
+/// word per register, for the loop's fast path: the low half is the
+/// register's marks, the high half the offset (in its space) of the last
+/// register of the run of equal marks it is in. A register run from
+/// offset `o` of `n` values whose last offset is at most that has the
+/// marks of its first register: one load.
+type RunSpans<const N: usize> = [u64; N];
+
+const fn run_spans_of<const N: usize>(marks: &RegisterMarks<N>) -> RunSpans<N> {
+    let spans = spans_of(marks);
+    let mut t = [0u64; N];
+    let mut i = 0;
+    while i < N {
+        t[i] = (spans[i] as u64) << 32 | marks[i] as u64;
+        i += 1;
+    }
+    t
+}
+
+static SH_RUN_SPANS: RunSpans<{ space::SH_SIZE as usize }> = run_spans_of(&marks_of(&sh_table()));
+static CONTEXT_RUN_SPANS: RunSpans<{ space::CONTEXT_SIZE as usize }> = run_spans_of(&marks_of(&context_table()));
+static UCONFIG_RUN_SPANS: RunSpans<{ space::UCONFIG_SIZE as usize }> = run_spans_of(&marks_of(&uconfig_table()));
 
 /// The OR of the action words (see [`CALLS_HANDLER`]) of `count`
 /// consecutive registers from `first` (absolute), clamped to the space

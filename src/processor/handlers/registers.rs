@@ -88,30 +88,6 @@ fn store_run(slots: &mut [u32], values: &[u32]) {
     }
 }
 
-/// [`write_run`] for the common case, inlined into the loop's fast path:
-/// the run lies inside its space and inside one allocated register page,
-/// and no register of it calls a handler. Returns false (having written
-/// nothing) in any other case: the caller then calls [`write_run`].
-#[inline(always)]
-pub(crate) fn write_run_in_page(state: &mut ProcessorState, base: u32, size: u32, offset: u32, values: &[u32]) -> bool {
-    let n = values.len() as u32;
-    if offset.saturating_add(n) > size {
-        return false;
-    }
-    let first = base + offset;
-    let marks = tables::register_run_marks(first, values.len());
-    if marks & tables::CALLS_HANDLER != 0 {
-        return false;
-    }
-    let Some(slots) = state.regs.allocated_range_mut(first, n) else { return false };
-    store_run(slots, values);
-    state.dirty |= marks;
-    if first >= space::UCONFIG {
-        publish_uconfig(state, first, values);
-    }
-    true
-}
-
 /// SET_*_REG and their _INDEX forms as a handler: the loop stores these
 /// runs itself (see `tables::REGISTER_RUNS`); this is the same store for
 /// a caller that goes through the handler table.
