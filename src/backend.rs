@@ -340,7 +340,8 @@ pub struct NotEmulated {
 /// calls go there, on that queue's worker, without any lock, so queues on
 /// different workers call their backends in parallel. A backend that returns
 /// `None` (the default: one ordered event log, a replay) gets every queue's
-/// calls itself, behind one lock taken per call, never two at once.
+/// calls itself, behind one lock taken per call (per slice in deterministic
+/// mode), never two at once.
 ///
 /// # Example
 ///

@@ -844,10 +844,13 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 /// The middle of a slice, without the scheduler lock: the queue's packets
 /// against shared memory, backend and shaders. Writes are noted in `log`; a
 /// panic (a backend's, or a bug) is caught here and fails the submission.
+/// With `hold_backend` (deterministic mode: no other slice runs) the GPU's
+/// backend is locked once for the slice, not once per call.
 pub(crate) fn run_slice<M: GuestMemory, B: Backend>(
     parts: &Parts<M, B>,
     ticket: &mut Ticket,
     log: &mut WriteLog,
+    hold_backend: bool,
 ) -> SliceResult {
     log.clear();
     let _entered = ticket.span.enter();
@@ -859,7 +862,7 @@ pub(crate) fn run_slice<M: GuestMemory, B: Backend>(
             QueueBackend::Own(own) => Some(&mut **own),
             _ => None,
         };
-        let mut backend = SliceBackend { tap: &parts.backend, own, submission: *submission };
+        let mut backend = SliceBackend::new(&parts.backend, own, hold_backend, *submission);
         let mut env = Env { memory: &tracked, backend: &mut backend, shaders: &parts.shaders };
         processor.process_slice(&mut env, *slice_packets)
     }));
@@ -878,7 +881,8 @@ pub(crate) fn step<M: GuestMemory, B: Backend>(parts: &Parts<M, B>, sched: &mut 
         sched.release();
         if let Some(queue) = sched.pick() {
             if let Some(mut ticket) = sched.begin_slice(queue) {
-                let result = run_slice(parts, &mut ticket, log);
+                // No other slice runs: the backend stays locked for this one.
+                let result = run_slice(parts, &mut ticket, log, true);
                 sched.end_slice(ticket, result, log);
             }
             return Step::Ran;

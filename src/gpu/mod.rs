@@ -316,7 +316,8 @@ impl<M, B> Drop for Control<M, B> {
 /// All methods take `&self`; a `Gpu` is `Sync` and may be shared between
 /// host threads (`Arc<Gpu>` or scoped threads). The backend: one per queue
 /// from a factory ([`Backend::queue_backend`], called without a lock on the
-/// queue's worker), or the GPU's own behind a lock taken per call (see
+/// queue's worker), or the GPU's own behind a lock taken per call (once
+/// per slice in deterministic mode, where no other slice runs; see
 /// "Backend threading contract" in the module documentation). Do not call `Gpu` methods
 /// from inside a `with_*` closure: the locks are not re-entrant.
 ///

@@ -3,7 +3,7 @@
 //! have changed) and interrupts are copied to per-queue channels.
 
 use crossbeam_channel::{Receiver, Sender};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
 use crate::backend::{Backend, Call, Fence, Forward, QueueId};
 use crate::memory::{GuestMemory, ObservedMemory, WriteObserver};
@@ -183,14 +183,43 @@ impl QueueBackend {
 }
 
 /// The backend as one queue's slice sees it: the queue's own backend
-/// without a lock, or the GPU's behind its lock (taken for each call only,
-/// so queues on other workers call it in between); fences with an
-/// interrupt select are copied to the interrupt channels, tagged with the
-/// running submission.
+/// without a lock, or the GPU's behind its lock (threaded mode: taken for
+/// each call only, so queues on other workers call it in between;
+/// deterministic mode: held for the whole slice, as no other slice runs);
+/// fences with an interrupt select are copied to the interrupt channels,
+/// tagged with the running submission.
 pub(crate) struct SliceBackend<'a, B> {
-    pub(crate) tap: &'a Mutex<Tap<B>>,
-    pub(crate) own: Option<&'a mut (dyn Backend + Send + 'static)>,
-    pub(crate) submission: SubmissionId,
+    target: SliceTarget<'a, B>,
+    submission: SubmissionId,
+}
+
+/// Where a [`SliceBackend`]'s calls go.
+enum SliceTarget<'a, B> {
+    /// The queue's own backend; the GPU's (for interrupts) locked per call.
+    Own(&'a mut (dyn Backend + Send + 'static), &'a Mutex<Tap<B>>),
+    /// The GPU's backend, locked per call.
+    Shared(&'a Mutex<Tap<B>>),
+    /// The GPU's backend, locked until the slice ends.
+    Held(MutexGuard<'a, Tap<B>>),
+}
+
+impl<'a, B: Backend> SliceBackend<'a, B> {
+    /// The slice's view of `own` (the queue's backend, if it has one) or of
+    /// the GPU's backend in `tap`; with `hold`, the GPU's backend is locked
+    /// until the slice backend is dropped.
+    pub(crate) fn new(
+        tap: &'a Mutex<Tap<B>>,
+        own: Option<&'a mut (dyn Backend + Send + 'static)>,
+        hold: bool,
+        submission: SubmissionId,
+    ) -> Self {
+        let target = match own {
+            Some(own) => SliceTarget::Own(own, tap),
+            None if hold => SliceTarget::Held(tap.lock()),
+            None => SliceTarget::Shared(tap),
+        };
+        Self { target, submission }
+    }
 }
 
 impl<'a, B: Backend + 'a> Forward for SliceBackend<'a, B> {
@@ -198,9 +227,10 @@ impl<'a, B: Backend + 'a> Forward for SliceBackend<'a, B> {
 
     #[inline]
     fn forward<R>(&mut self, _queue: QueueId, call: impl FnOnce(&mut Self::Target) -> R) -> Option<R> {
-        Some(match &mut self.own {
-            Some(own) => call(&mut **own),
-            None => call(&mut self.tap.lock().inner),
+        Some(match &mut self.target {
+            SliceTarget::Own(own, _) => call(&mut **own),
+            SliceTarget::Shared(tap) => call(&mut tap.lock().inner),
+            SliceTarget::Held(tap) => call(&mut tap.inner),
         })
     }
 
@@ -208,7 +238,10 @@ impl<'a, B: Backend + 'a> Forward for SliceBackend<'a, B> {
     fn forwarded(&mut self, call: Call<'_>) {
         if let Call::Fence(fence) = call {
             if fence.interrupt {
-                self.tap.lock().raise(fence, self.submission);
+                match &mut self.target {
+                    SliceTarget::Own(_, tap) | SliceTarget::Shared(tap) => tap.lock().raise(fence, self.submission),
+                    SliceTarget::Held(tap) => tap.raise(fence, self.submission),
+                }
             }
         }
     }

@@ -138,7 +138,7 @@ pub(crate) fn run<M: GuestMemory, B: Backend>(shared: Arc<Shared<M, B>>) {
             if sched.pick().is_some() {
                 shared.offer_work(false);
             }
-            let result = MutexGuard::unlocked(&mut sched, || run_slice(&shared.parts, &mut ticket, &mut log));
+            let result = MutexGuard::unlocked(&mut sched, || run_slice(&shared.parts, &mut ticket, &mut log, false));
             let woken = sched.end_slice(ticket, result, &log);
             if woken > 1 {
                 shared.offer_work(true);
