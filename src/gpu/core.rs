@@ -567,11 +567,13 @@ impl Sched {
         Some(self.collect_stall())
     }
 
-    /// The suspended queues, one entry each.
+    /// The suspended queues, one entry each (only queues with work are
+    /// looked at).
     fn collect_stall(&self) -> StallReport {
-        let queues = self
-            .queues
-            .iter()
+        let with_work = std::iter::successors(Some(self.busy), |&rest| Some(rest & rest.wrapping_sub(1)))
+            .take_while(|&rest| rest != 0)
+            .filter_map(|rest| self.queues.get(rest.trailing_zeros() as usize));
+        let queues = with_work
             .filter_map(|q| {
                 let running = q.running.as_ref()?;
                 let (reason, _) = q.wait?;

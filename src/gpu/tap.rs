@@ -13,22 +13,34 @@ use super::handle::SubmissionId;
 /// Most ranges a [`WriteLog`] keeps before it says "anything may have changed".
 const MAX_RANGES: usize = 32;
 
-/// Byte ranges written since the log was last cleared.
-#[derive(Debug, Default)]
+/// Byte ranges written since the log was last cleared (inline: a slice's
+/// log allocates nothing).
+#[derive(Debug)]
 pub(crate) struct WriteLog {
-    ranges: Vec<(u64, u64)>,
+    ranges: [(u64, u64); MAX_RANGES],
+    len: usize,
     overflow: bool,
+}
+
+impl Default for WriteLog {
+    fn default() -> Self {
+        Self { ranges: [(0, 0); MAX_RANGES], len: 0, overflow: false }
+    }
 }
 
 impl WriteLog {
     pub(crate) fn clear(&mut self) {
-        self.ranges.clear();
+        self.len = 0;
         self.overflow = false;
     }
 
     #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
-        self.ranges.is_empty() && !self.overflow
+        self.len == 0 && !self.overflow
+    }
+
+    fn kept(&self) -> &[(u64, u64)] {
+        self.ranges.get(..self.len).unwrap_or(&[])
     }
 
     /// Notes a write of `len` bytes at `address`.
@@ -37,31 +49,35 @@ impl WriteLog {
             return;
         }
         let end = address.saturating_add(len);
-        if let Some(last) = self.ranges.last_mut() {
+        if let Some(last) = self.len.checked_sub(1).and_then(|i| self.ranges.get_mut(i)) {
             // Consecutive or overlapping writes (a WRITE_DATA run, a fill) merge.
             if address <= last.1 && end >= last.0 {
                 *last = (last.0.min(address), last.1.max(end));
                 return;
             }
         }
-        if self.ranges.len() >= MAX_RANGES {
-            self.overflow = true;
-            self.ranges.clear();
-        } else {
-            self.ranges.push((address, end));
+        match self.ranges.get_mut(self.len) {
+            Some(slot) => {
+                *slot = (address, end);
+                self.len += 1;
+            }
+            None => {
+                self.overflow = true;
+                self.len = 0;
+            }
         }
     }
 
     /// Whether a write may have touched `[start, end)`.
     #[cfg(test)]
     pub(crate) fn overlaps(&self, start: u64, end: u64) -> bool {
-        self.overflow || self.ranges.iter().any(|&(a, b)| a < end && b > start)
+        self.overflow || self.kept().iter().any(|&(a, b)| a < end && b > start)
     }
 
     /// The ranges written, or `None` when too many were to keep them apart
     /// (anything may have changed).
     pub(crate) fn ranges(&self) -> Option<&[(u64, u64)]> {
-        (!self.overflow).then_some(&self.ranges)
+        (!self.overflow).then(|| self.kept())
     }
 }
 

@@ -5,7 +5,7 @@
 //! checks before it suspends, so a write racing with its last read is not
 //! lost.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::VecDeque;
 
 /// What may end a suspension.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,15 +34,24 @@ impl Watch {
 }
 
 /// Suspended queues by watched range.
+///
+/// At most one watch per queue (57), so a sorted vector and a bit mask: no
+/// allocation once the vector has grown, which a tree's nodes would cost
+/// at every suspension and wake.
 #[derive(Debug, Default)]
 pub(crate) struct WatchIndex {
-    /// `(start, queue)` → end of the watched bytes.
-    ranges: BTreeMap<(u64, usize), u64>,
+    /// `(start, queue, end)` of each watched range, sorted by `(start, queue)`.
+    ranges: Vec<(u64, usize, u64)>,
     /// The longest watched range, so an overlap query knows how far before
     /// its start a watch may begin.
     longest: u64,
-    /// Queues woken by any write.
-    any: BTreeSet<usize>,
+    /// Bit `q`: queue `q` is woken by any write.
+    any: u64,
+}
+
+/// The bit of `queue` in [`WatchIndex::any`] (none past 63).
+fn queue_bit(queue: usize) -> u64 {
+    u32::try_from(queue).ok().and_then(|q| 1u64.checked_shl(q)).unwrap_or(0)
 }
 
 impl WatchIndex {
@@ -50,11 +59,16 @@ impl WatchIndex {
         match watch {
             Watch::Range(start, end) => {
                 self.longest = self.longest.max(end.saturating_sub(start));
-                self.ranges.insert((start, queue), end);
+                match self.ranges.binary_search_by(|&(s, q, _)| (s, q).cmp(&(start, queue))) {
+                    Ok(i) => {
+                        if let Some(entry) = self.ranges.get_mut(i) {
+                            entry.2 = end;
+                        }
+                    }
+                    Err(i) => self.ranges.insert(i, (start, queue, end)),
+                }
             }
-            Watch::AnyWrite => {
-                self.any.insert(queue);
-            }
+            Watch::AnyWrite => self.any |= queue_bit(queue),
             Watch::Host | Watch::Uconfig(_) => {}
         }
     }
@@ -62,21 +76,23 @@ impl WatchIndex {
     pub(crate) fn remove(&mut self, queue: usize, watch: Watch) {
         match watch {
             Watch::Range(start, _) => {
-                self.ranges.remove(&(start, queue));
+                if let Ok(i) = self.ranges.binary_search_by(|&(s, q, _)| (s, q).cmp(&(start, queue))) {
+                    self.ranges.remove(i);
+                }
             }
-            Watch::AnyWrite => {
-                self.any.remove(&queue);
-            }
+            Watch::AnyWrite => self.any &= !queue_bit(queue),
             Watch::Host | Watch::Uconfig(_) => {}
         }
     }
 
     /// Adds every queue whose watch `[start, end)` overlaps to `out`.
     pub(crate) fn overlapping(&self, start: u64, end: u64, out: &mut Vec<usize>) {
-        out.extend(self.any.iter().copied());
+        self.any_queues(out);
         let from = start.saturating_sub(self.longest);
-        for (&(watch_start, queue), &watch_end) in self.ranges.range((from, 0)..(end, 0)) {
-            if watch_start < end && start < watch_end {
+        let first = self.ranges.partition_point(|&(s, _, _)| s < from);
+        let watches = self.ranges.get(first..).unwrap_or(&[]);
+        for &(_, queue, watch_end) in watches.iter().take_while(|&&(s, _, _)| s < end) {
+            if start < watch_end {
                 out.push(queue);
             }
         }
@@ -84,8 +100,17 @@ impl WatchIndex {
 
     /// Adds every queue watching memory to `out`.
     pub(crate) fn all(&self, out: &mut Vec<usize>) {
-        out.extend(self.any.iter().copied());
-        out.extend(self.ranges.keys().map(|&(_, queue)| queue));
+        self.any_queues(out);
+        out.extend(self.ranges.iter().map(|&(_, queue, _)| queue));
+    }
+
+    /// Adds the queues woken by any write to `out`, in queue order.
+    fn any_queues(&self, out: &mut Vec<usize>) {
+        let mut any = self.any;
+        while any != 0 {
+            out.push(any.trailing_zeros() as usize);
+            any &= any - 1;
+        }
     }
 }
 
