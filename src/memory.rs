@@ -625,6 +625,19 @@ impl Regions {
             let region = &self.list[index];
             if end <= region.end() {
                 let offset = address - region.start;
+                // Inside one page written before (most packet writes): one
+                // page lookup, no page to charge.
+                let in_page = (offset % PAGE_SIZE as u64) as usize;
+                if len > 0 && in_page as u64 + len <= PAGE_SIZE as u64 {
+                    self.charge_bytes(address, len)?;
+                    let page = self.list.get_mut(index).and_then(|r| r.pages.get_mut(&(offset / PAGE_SIZE as u64)));
+                    if let Some(bytes) = page.and_then(|p| p.get_mut(in_page..in_page + len as usize)) {
+                        source(0, bytes);
+                        self.bytes_written = self.bytes_written.saturating_add(len);
+                        return Ok(());
+                    }
+                }
+                let region = &self.list[index];
                 let new_pages = region.missing_pages(offset, len);
                 self.charge_bytes(address, len)?;
                 self.charge_pages(new_pages, address, len)?;

@@ -254,20 +254,32 @@ pub(crate) fn clear_state(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     Ok(Flow::Continue)
 }
 
-/// Writes the clear-state image into the context registers.
-pub(crate) fn load_clear_state(state: &mut ProcessorState) {
-    use crate::regs::generated::clear_state::{EXTENTS, NONZERO};
-    // The image of the context space, then one run per extent: the same
-    // stores and actions as writing each register in turn.
+/// The context space as CLEAR_STATE leaves it: the generated non-zero
+/// values, 0 elsewhere (built at compile time).
+static CLEAR_STATE_IMAGE: [u32; space::CONTEXT_SIZE as usize] = clear_state_image();
+
+const fn clear_state_image() -> [u32; space::CONTEXT_SIZE as usize] {
+    use crate::regs::generated::clear_state::NONZERO;
     let mut image = [0u32; space::CONTEXT_SIZE as usize];
-    for &(register, value) in NONZERO {
-        if let Some(slot) = image.get_mut(register.wrapping_sub(space::CONTEXT) as usize) {
-            *slot = value;
+    let mut i = 0;
+    while i < NONZERO.len() {
+        let (register, value) = NONZERO[i];
+        let offset = register.wrapping_sub(space::CONTEXT) as usize;
+        if offset < image.len() {
+            image[offset] = value;
         }
+        i += 1;
     }
+    image
+}
+
+/// Writes the clear-state image into the context registers: one run per
+/// extent, the same stores and actions as writing each register in turn.
+pub(crate) fn load_clear_state(state: &mut ProcessorState) {
+    use crate::regs::generated::clear_state::EXTENTS;
     for &(start, count) in EXTENTS {
         let offset = start.wrapping_sub(space::CONTEXT);
-        if let Some(values) = image.get(offset as usize..(offset + count) as usize) {
+        if let Some(values) = CLEAR_STATE_IMAGE.get(offset as usize..(offset + count) as usize) {
             write_run(state, space::CONTEXT, space::CONTEXT_SIZE, offset, values);
         }
     }
