@@ -849,9 +849,10 @@ fn run_packets(
                 if run.size != 0 || (length == 1 && opcode == Opcode::NOP.0) {
                     // Runs of them in a loop of their own, whose few
                     // variables stay in registers.
-                    if !tally.report {
+                    // (Not while predication skips: see `register_run`.)
+                    if !tally.report && !skip {
                         let (packets, next) =
-                            register_run(words, at, left - ran, skip, register_runs, ctx.state, tally.by_opcode);
+                            register_run(words, at, left - ran, register_runs, ctx.state, tally.by_opcode);
                         if packets > 0 {
                             ran += packets;
                             at = next;
@@ -973,26 +974,27 @@ fn run_packets(
 /// only store and mark state groups (the same effect as `write_run`), or
 /// one-dword NOP pads, at most `limit` of them. Stops before anything
 /// else, which the caller runs one packet at a time: another opcode, a
-/// type-0/1/2 header, a predicated packet while predication skips, a
-/// packet the view does not hold whole, a register writer with no body,
-/// more values, a register with a handler, a run across marks or pages,
-/// an unallocated page. Returns the packets run and where it stopped.
+/// type-0/1/2 header, a packet the view does not hold whole, a register
+/// writer with no body, more values, a register with a handler, a run
+/// across marks or pages, an unallocated page. Returns the packets run and
+/// where it stopped. Not called while predication skips (a predicated
+/// packet must then be skipped). Every variable stays in a register: the
+/// loop calls nothing, counts down, and marks state groups in the state
+/// itself (keeping them in a local costs a register, and the spills cost
+/// more instructions per packet than the store).
 #[inline(never)]
 fn register_run(
     words: &[u32],
     mut at: usize,
     limit: u64,
-    predication_skips: bool,
     runs: &[tables::RegisterRun; 256],
     state: &mut ProcessorState,
     by_opcode: &mut [u64; 256],
 ) -> (u64, usize) {
-    let mut packets = 0u64;
-    // The state groups the run marks, ORed into the state once at the end.
-    let mut dirty = 0u32;
-    while packets < limit {
+    let mut left = limit;
+    while left > 0 {
         let Some(&h) = words.get(at) else { break };
-        if h < 0xC000_0000 || (h & 1 != 0 && predication_skips) {
+        if h < 0xC000_0000 {
             break;
         }
         let count = (h >> 16) & 0x3FFF;
@@ -1003,7 +1005,7 @@ fn register_run(
             }
             by_opcode[opcode] += 1;
             at += 1;
-            packets += 1;
+            left -= 1;
             continue;
         }
         // The body: the register offset, then `count` values.
@@ -1049,13 +1051,12 @@ fn register_run(
             }
             _ => break,
         }
-        dirty |= marks;
+        state.dirty |= marks;
         by_opcode[opcode] += 1;
         at = end;
-        packets += 1;
+        left -= 1;
     }
-    state.dirty |= dirty;
-    (packets, at)
+    (limit - left, at)
 }
 
 /// Where the packet `at` dwords into a view that starts `offset` dwords
