@@ -849,7 +849,6 @@ fn run_packets(
                 if run.size != 0 || (length == 1 && opcode == Opcode::NOP.0) {
                     // Runs of them in a loop of their own, whose few
                     // variables stay in registers.
-                    // (Not while predication skips: see `register_run`.)
                     if !tally.report && !skip {
                         let (packets, next) =
                             register_run(words, at, left - ran, register_runs, ctx.state, tally.by_opcode);
@@ -970,18 +969,14 @@ fn run_packets(
 }
 
 /// The loop's fast path: from `at` in `words` (a view of the window), runs
-/// packets while they are plain register writers of 1 to 4 values that
+/// packets while they are plain register writers of 1 to 8 values that
 /// only store and mark state groups (the same effect as `write_run`), or
 /// one-dword NOP pads, at most `limit` of them. Stops before anything
 /// else, which the caller runs one packet at a time: another opcode, a
-/// type-0/1/2 header, a packet the view does not hold whole, a register
-/// writer with no body, more values, a register with a handler, a run
-/// across marks or pages, an unallocated page. Returns the packets run and
-/// where it stopped. Not called while predication skips (a predicated
-/// packet must then be skipped). Every variable stays in a register: the
-/// loop calls nothing, counts down, and marks state groups in the state
-/// itself (keeping them in a local costs a register, and the spills cost
-/// more instructions per packet than the store).
+/// type-0/1/2 header, a predicated packet while predication skips, a
+/// packet the view does not hold whole, a register writer with no body,
+/// more values, a register with a handler, a run across marks or pages,
+/// an unallocated page. Returns the packets run and where it stopped.
 #[inline(never)]
 fn register_run(
     words: &[u32],
@@ -1013,14 +1008,14 @@ fn register_run(
         let end = at + count as usize + 2;
         let Some((first, values)) = words.get(at + 1..end).and_then(|body| body.split_first()) else { break };
         let offset = (first & 0xFFFF) as usize;
-        // Anything but 1 to 4 values in one span of equal marks (so inside
+        // Anything but 1 to 8 values in one span of equal marks (so inside
         // the space), none calling a handler, in an allocated page, is the
         // caller's (one packet at a time, through `write_run`): this loop
         // calls nothing, so its variables stay in registers.
         let Some(&span) = run.spans.get(offset) else { break };
         let n = values.len();
         let marks = span as u32;
-        if n.wrapping_sub(1) >= 4 || offset + n - 1 > (span >> 32) as usize || marks & tables::CALLS_HANDLER != 0 {
+        if n.wrapping_sub(1) >= 8 || offset + n - 1 > (span >> 32) as usize || marks & tables::CALLS_HANDLER != 0 {
             break;
         }
         let register = run.base + offset as u32;
@@ -1032,24 +1027,19 @@ fn register_run(
                 _ => break,
             }
         }
-        match (slots, values) {
-            ([s0], [v0]) => *s0 = *v0,
-            ([s0, s1], [v0, v1]) => {
-                *s0 = *v0;
-                *s1 = *v1;
+        // Up to 8 values: stores with no loop and no call.
+        let stored = if n <= 4 {
+            store_up_to_4(slots, values)
+        } else {
+            match (slots.split_at_mut_checked(4), values.split_at_checked(4)) {
+                (Some((first_slots, other_slots)), Some((first_values, other_values))) => {
+                    store_up_to_4(first_slots, first_values) && store_up_to_4(other_slots, other_values)
+                }
+                _ => false,
             }
-            ([s0, s1, s2], [v0, v1, v2]) => {
-                *s0 = *v0;
-                *s1 = *v1;
-                *s2 = *v2;
-            }
-            ([s0, s1, s2, s3], [v0, v1, v2, v3]) => {
-                *s0 = *v0;
-                *s1 = *v1;
-                *s2 = *v2;
-                *s3 = *v3;
-            }
-            _ => break,
+        };
+        if !stored {
+            break;
         }
         state.dirty |= marks;
         by_opcode[opcode] += 1;
@@ -1057,6 +1047,32 @@ fn register_run(
         left -= 1;
     }
     (limit - left, at)
+}
+
+/// Copies 1 to 4 values into as many slots without a loop or a call
+/// (false, copying nothing, for any other length).
+#[inline(always)]
+fn store_up_to_4(slots: &mut [u32], values: &[u32]) -> bool {
+    match (slots, values) {
+        ([s0], [v0]) => *s0 = *v0,
+        ([s0, s1], [v0, v1]) => {
+            *s0 = *v0;
+            *s1 = *v1;
+        }
+        ([s0, s1, s2], [v0, v1, v2]) => {
+            *s0 = *v0;
+            *s1 = *v1;
+            *s2 = *v2;
+        }
+        ([s0, s1, s2, s3], [v0, v1, v2, v3]) => {
+            *s0 = *v0;
+            *s1 = *v1;
+            *s2 = *v2;
+            *s3 = *v3;
+        }
+        _ => return false,
+    }
+    true
 }
 
 /// Where the packet `at` dwords into a view that starts `offset` dwords
