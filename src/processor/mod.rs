@@ -830,6 +830,17 @@ fn run_packets(
                 }};
             }
             let stop = loop {
+                // Register writers and one-dword pads first, in a loop of
+                // their own whose few variables stay in registers (it
+                // returns at once when the packet here is anything else).
+                // Not while predication skips, or for a backend that sees
+                // every packet.
+                if !tally.report && !skip && words.get(at).is_some_and(|&h| starts_register_run(h, register_runs)) {
+                    let (packets, next) =
+                        register_run(words, at, left - ran, register_runs, ctx.state, tally.by_opcode);
+                    ran += packets;
+                    at = next;
+                }
                 let Some(&h) = words.get(at) else { break ViewStop::Next };
                 if h < 0xC000_0000 || (h & 1 != 0 && skip) {
                     break ViewStop::Next;
@@ -844,22 +855,10 @@ fn run_packets(
                 let opcode = (h >> 8) as u8;
                 let entry = usize::from(opcode);
 
-                // Register writers and one-dword pads.
+                // A register writer or pad `register_run` left (see there),
+                // or any while it does not run: one at a time.
                 let run = register_runs[entry];
                 if run.size != 0 || (length == 1 && opcode == Opcode::NOP.0) {
-                    // Runs of them in a loop of their own, whose few
-                    // variables stay in registers.
-                    if !tally.report && !skip {
-                        let (packets, next) =
-                            register_run(words, at, left - ran, register_runs, ctx.state, tally.by_opcode);
-                        if packets > 0 {
-                            ran += packets;
-                            at = next;
-                            continue;
-                        }
-                    }
-                    // One at a time: a backend that sees every packet, or a
-                    // writer the fast path leaves (see `register_run`).
                     ran += 1;
                     if run.size != 0 {
                         let Some((first, values)) = words.get(at + 1..end).and_then(|body| body.split_first()) else {
@@ -1047,6 +1046,14 @@ fn register_run(
         left -= 1;
     }
     (limit - left, at)
+}
+
+/// Whether the packet with header `h` is one `register_run` takes (a plain
+/// register writer or a one-dword NOP pad): checked before calling it.
+#[inline(always)]
+fn starts_register_run(h: u32, runs: &[tables::RegisterRun; 256]) -> bool {
+    let opcode = ((h >> 8) & 0xFF) as usize;
+    h >= 0xC000_0000 && (runs[opcode].size != 0 || h & 0x3FFF_FF00 == 0x3FFF_1000)
 }
 
 /// Copies 1 to 4 values into as many slots without a loop or a call
