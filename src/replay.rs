@@ -532,7 +532,34 @@ impl Forward for ReplayBackend {
         Some(result)
     }
 
+    #[inline]
     fn forwarded(&mut self, call: Call<'_>) {
+        // A draw first, inline: most draws bind nothing new.
+        if let Call::Draw(d) = call {
+            self.draw_calls += 1;
+            // Programs unchanged since this queue's previous draw were
+            // recorded then (unless some could not be kept): nothing new.
+            if d.changed & crate::processor::state_group::PROGRAMS != 0 || self.programs_not_kept != 0 {
+                self.bind_draw(d);
+            }
+            return;
+        }
+        self.forwarded_other(call);
+    }
+}
+
+impl ReplayBackend {
+    /// Records the programs a draw binds.
+    #[inline(never)]
+    fn bind_draw(&mut self, d: &crate::backend::Draw<'_>) {
+        for (slot, (stage, binding)) in ProgramStage::GRAPHICS.iter().zip(d.programs.iter()).enumerate() {
+            self.bind(slot, *stage, binding);
+        }
+    }
+
+    /// [`Forward::forwarded`] for every call but a draw.
+    #[inline(never)]
+    fn forwarded_other(&mut self, call: Call<'_>) {
         match call {
             Call::Packet { queue, header, location } => {
                 self.clock += 1;
@@ -554,17 +581,6 @@ impl Forward for ReplayBackend {
             {
                 let packet = location.address();
                 self.skipped_ibs.push(SkippedIb { queue: queue.to_string(), address, size_dw, packet });
-            }
-            Call::Draw(d) => {
-                self.draw_calls += 1;
-                // Programs unchanged since this queue's previous draw were
-                // recorded then (unless some could not be kept): nothing new.
-                if d.changed & crate::processor::state_group::PROGRAMS == 0 && self.programs_not_kept == 0 {
-                    return;
-                }
-                for (slot, (stage, binding)) in ProgramStage::GRAPHICS.iter().zip(d.programs.iter()).enumerate() {
-                    self.bind(slot, *stage, binding);
-                }
             }
             Call::Dispatch(d) => {
                 self.draw_calls += 1;
