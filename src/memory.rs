@@ -302,13 +302,23 @@ fn copy_in_chunks(
     len: u64,
     mut step: impl FnMut(u64, u64, &mut [u8]) -> Result<(), MemoryError>,
 ) -> Result<(), MemoryError> {
-    let mut chunk = [0u8; 4096];
+    // A short copy (most CP DMA copies are a few dwords) zeroes a short
+    // buffer, not 4 KiB.
+    let mut short = [0u8; 256];
+    let mut long;
+    let chunk: &mut [u8] = if len <= short.len() as u64 {
+        &mut short
+    } else {
+        long = [0u8; 4096];
+        &mut long
+    };
     let backwards = dst > src && dst < src + len;
     let mut done = 0u64;
     while done < len {
         let n = (len - done).min(chunk.len() as u64);
         let offset = if backwards { len - done - n } else { done };
-        step(src + offset, dst + offset, &mut chunk[..n as usize])?;
+        let Some(buffer) = chunk.get_mut(..n as usize) else { break };
+        step(src + offset, dst + offset, buffer)?;
         done += n;
     }
     Ok(())
