@@ -1028,6 +1028,25 @@ mod tests {
     }
 
     #[test]
+    fn copies_of_every_buffer_size_move_bytes_like_memmove() {
+        // Short (one 256-byte buffer), just over it, several 4 KiB steps;
+        // overlapping forwards and backwards.
+        for len in [1u64, 255, 256, 257, 4096, 9000] {
+            for (dst, src) in [(0x100u64, 0x2000u64), (0x2000, 0x100), (0x108, 0x100), (0x100, 0x108)] {
+                let m = SparseMemory::new();
+                m.map_zeroed(0, 0x8000).unwrap();
+                let mut model: Vec<u8> = (0..0x8000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+                m.write_bytes(0, &model).unwrap();
+                m.copy(dst, src, len).unwrap();
+                model.copy_within(src as usize..(src + len) as usize, dst as usize);
+                let mut out = vec![0u8; 0x8000];
+                m.read_bytes(0, &mut out).unwrap();
+                assert!(out == model, "copy of {len} bytes from {src:#x} to {dst:#x}");
+            }
+        }
+    }
+
+    #[test]
     fn fill_and_copy() {
         let m = SparseMemory::new();
         m.map_zeroed(0, 64).unwrap();
