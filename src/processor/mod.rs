@@ -972,10 +972,14 @@ fn run_packets(
 /// only store and mark state groups (the same effect as `write_run`), or
 /// one-dword NOP pads, at most `limit` of them. Stops before anything
 /// else, which the caller runs one packet at a time: another opcode, a
-/// type-0/1/2 header, a predicated packet while predication skips, a
-/// packet the view does not hold whole, a register writer with no body,
-/// more values, a register with a handler, a run across marks or pages,
-/// an unallocated page. Returns the packets run and where it stopped.
+/// type-0/1/2 header, a packet the view does not hold whole, a register
+/// writer with no body, more values, a register with a handler, a run
+/// across marks or pages, an unallocated page. Returns the packets run and
+/// where it stopped. Not called while predication skips (a predicated
+/// packet must then be skipped). Every variable stays in a register: the
+/// loop calls nothing, counts down, and marks state groups in the state
+/// itself (keeping them in a local costs a register, and the spills cost
+/// more instructions per packet than the store).
 #[inline(never)]
 fn register_run(
     words: &[u32],
@@ -1028,11 +1032,12 @@ fn register_run(
         }
         // Up to 8 values: stores with no loop and no call.
         let stored = if n <= 4 {
-            store_up_to_4(slots, values)
+            handlers::registers::store_up_to_4(slots, values)
         } else {
             match (slots.split_at_mut_checked(4), values.split_at_checked(4)) {
                 (Some((first_slots, other_slots)), Some((first_values, other_values))) => {
-                    store_up_to_4(first_slots, first_values) && store_up_to_4(other_slots, other_values)
+                    handlers::registers::store_up_to_4(first_slots, first_values)
+                        && handlers::registers::store_up_to_4(other_slots, other_values)
                 }
                 _ => false,
             }
@@ -1054,32 +1059,6 @@ fn register_run(
 fn starts_register_run(h: u32, runs: &[tables::RegisterRun; 256]) -> bool {
     let opcode = ((h >> 8) & 0xFF) as usize;
     h >= 0xC000_0000 && (runs[opcode].size != 0 || h & 0x3FFF_FF00 == 0x3FFF_1000)
-}
-
-/// Copies 1 to 4 values into as many slots without a loop or a call
-/// (false, copying nothing, for any other length).
-#[inline(always)]
-fn store_up_to_4(slots: &mut [u32], values: &[u32]) -> bool {
-    match (slots, values) {
-        ([s0], [v0]) => *s0 = *v0,
-        ([s0, s1], [v0, v1]) => {
-            *s0 = *v0;
-            *s1 = *v1;
-        }
-        ([s0, s1, s2], [v0, v1, v2]) => {
-            *s0 = *v0;
-            *s1 = *v1;
-            *s2 = *v2;
-        }
-        ([s0, s1, s2, s3], [v0, v1, v2, v3]) => {
-            *s0 = *v0;
-            *s1 = *v1;
-            *s2 = *v2;
-            *s3 = *v3;
-        }
-        _ => return false,
-    }
-    true
 }
 
 /// Where the packet `at` dwords into a view that starts `offset` dwords

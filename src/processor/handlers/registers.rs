@@ -62,8 +62,24 @@ pub(crate) fn write_run(state: &mut ProcessorState, base: u32, size: u32, offset
 /// are stored without a loop or a memcpy call).
 #[inline]
 fn store_run(slots: &mut [u32], values: &[u32]) {
+    if store_up_to_4(slots, values) {
+        return;
+    }
+    if slots.len() == values.len() {
+        slots.copy_from_slice(values);
+    } else {
+        for (slot, value) in slots.iter_mut().zip(values) {
+            *slot = *value;
+        }
+    }
+}
+
+/// Copies 1 to 4 values into as many slots without a loop or a call
+/// (false, copying nothing, for any other length).
+#[inline(always)]
+pub(crate) fn store_up_to_4(slots: &mut [u32], values: &[u32]) -> bool {
     match (slots, values) {
-        ([slot], [value]) => *slot = *value,
+        ([s0], [v0]) => *s0 = *v0,
         ([s0, s1], [v0, v1]) => {
             *s0 = *v0;
             *s1 = *v1;
@@ -79,13 +95,9 @@ fn store_run(slots: &mut [u32], values: &[u32]) {
             *s2 = *v2;
             *s3 = *v3;
         }
-        (slots, values) if slots.len() == values.len() => slots.copy_from_slice(values),
-        (slots, values) => {
-            for (slot, value) in slots.iter_mut().zip(values) {
-                *slot = *value;
-            }
-        }
+        _ => return false,
     }
+    true
 }
 
 /// SET_*_REG and their _INDEX forms as a handler: the loop stores these
