@@ -726,18 +726,23 @@ fn register_wait_resumes_when_the_host_sets_the_register() {
     }
 }
 
-#[test]
-fn a_long_buffer_does_not_starve_another_queue() {
-    let mut mem = Mem::new();
+/// A buffer of 1001 packets (1000 writes, then a release with an
+/// interrupt) and one of a single release.
+fn long_and_short_buffers(mem: &mut Mem) -> ((u64, u32), (u64, u32)) {
     let mut long = Vec::new();
     for i in 0..1000u32 {
         write_data(&mut long, DATA + 0x40, &[i]);
     }
     release_int(&mut long, DATA, 1, 1);
-    let long = mem.buffer(&long);
     let mut short = Vec::new();
     release_int(&mut short, DATA + 4, 2, 2);
-    let short = mem.buffer(&short);
+    (mem.buffer(&long), mem.buffer(&short))
+}
+
+#[test]
+fn a_long_buffer_does_not_starve_another_queue() {
+    let mut mem = Mem::new();
+    let (long, short) = long_and_short_buffers(&mut mem);
     let gpu = gpu_with(mem, Mode::Deterministic, GpuConfig { slice_packets: 16, ..GpuConfig::default() });
     let h_long = submit(&gpu, comp(0, 0), long);
     assert!(matches!(gpu.run_slices(3).unwrap(), RunStatus::Running));
@@ -754,18 +759,10 @@ fn a_long_buffer_does_not_starve_another_queue() {
 #[test]
 fn a_queue_alone_runs_lone_slices_and_shares_when_another_has_work() {
     let mut mem = Mem::new();
-    let mut long = Vec::new();
-    for i in 0..1000u32 {
-        write_data(&mut long, DATA + 0x40, &[i]);
-    }
-    release_int(&mut long, DATA, 1, 1);
-    let long = mem.buffer(&long);
-    let mut short = Vec::new();
-    release_int(&mut short, DATA + 4, 2, 2);
-    let short = mem.buffer(&short);
+    let (long, short) = long_and_short_buffers(&mut mem);
     let config = GpuConfig { slice_packets: 16, lone_slice_packets: 600, ..GpuConfig::default() };
     let gpu = gpu_with(mem, Mode::Deterministic, config);
-    // Alone: two slices of 600 packets, then the last one.
+    // Alone: a slice of 600 packets, then one of the other 401.
     let alone = submit(&gpu, comp(0, 0), long);
     gpu.run_until_idle().unwrap();
     assert_eq!(result(&alone).unwrap().slices, 2);
