@@ -552,6 +552,15 @@ impl Regions {
         }
     }
 
+    /// Charges a write of `len` bytes at `address` that copies `new_pages`
+    /// pages: refused past either budget, counted otherwise.
+    fn charge_write(&mut self, address: u64, len: u64, new_pages: u64) -> Result<(), MemoryError> {
+        self.charge_bytes(address, len)?;
+        self.charge_pages(new_pages, address, len)?;
+        self.bytes_written = self.bytes_written.saturating_add(len);
+        Ok(())
+    }
+
     fn check_new_region(&self, address: u64, len: u64) -> Result<usize, MemoryError> {
         if address % 4 != 0 {
             return Err(MemoryError::Misaligned { address });
@@ -649,18 +658,14 @@ impl Regions {
                 }
                 let region = &self.list[index];
                 let new_pages = region.missing_pages(offset, len);
-                self.charge_bytes(address, len)?;
-                self.charge_pages(new_pages, address, len)?;
-                self.bytes_written = self.bytes_written.saturating_add(len);
+                self.charge_write(address, len, new_pages)?;
                 self.list[index].write_with(offset, len, source);
                 return Ok(());
             }
         }
         let pieces = self.pieces(address, len)?;
         let new_pages = pieces.iter().map(|&(index, offset, _, n)| self.list[index].missing_pages(offset, n)).sum();
-        self.charge_bytes(address, len)?;
-        self.charge_pages(new_pages, address, len)?;
-        self.bytes_written = self.bytes_written.saturating_add(len);
+        self.charge_write(address, len, new_pages)?;
         for &(index, offset, at, n) in pieces.iter() {
             let at = at as usize;
             self.list[index].write_with(offset, n, &mut |done, out| source(at + done, out));
@@ -683,10 +688,9 @@ impl Regions {
         }
         let (src_offset, dst_offset) = (src - src_region.start, dst - dst_region.start);
         let new_pages = dst_region.missing_pages(dst_offset, len);
-        if let Err(e) = self.charge_bytes(dst, len).and_then(|()| self.charge_pages(new_pages, dst, len)) {
+        if let Err(e) = self.charge_write(dst, len, new_pages) {
             return Some(Err(e));
         }
-        self.bytes_written = self.bytes_written.saturating_add(len);
         // Two regions of the list at once: the one before the other's index
         // from the left part, the other from the right.
         let (source, destination) = if src_index < dst_index {
