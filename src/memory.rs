@@ -224,6 +224,99 @@ pub trait GuestMemory: Send + Sync {
             self.write_bytes(to, buf)
         })
     }
+
+    /// Up to `max_dw` dwords at `address` lent without a copy, for a reader
+    /// that holds many dwords at once (the processor's prefetch window
+    /// reads command buffers this way); `None` when this memory does not
+    /// lend them, the default, and the reader copies them with
+    /// [`read_dwords`](Self::read_dwords) instead. What is lent is what
+    /// `read_dwords` would read at the time of the call; a later write need
+    /// not show in it (a reader that may see writes asks again after them,
+    /// as it would copy again).
+    ///
+    /// [`SparseMemory`] lends the dwords of a region mapped from shared
+    /// bytes (a trace file's `MEM ` payload) up to its first written page;
+    /// an emulator's memory that keeps command buffers in an `Arc<[u8]>`
+    /// can lend them the same way (see [`LentDwords`]).
+    fn lend_dwords(&self, address: u64, max_dw: usize) -> Option<LentDwords> {
+        let _ = (address, max_dw);
+        None
+    }
+}
+
+/// Dwords a [`GuestMemory`] lends instead of copying
+/// ([`GuestMemory::lend_dwords`]): a range of a shared, read-only byte
+/// buffer that holds them as they are (little-endian, 4-byte aligned).
+/// Cloning it clones the `Arc`, not the bytes.
+///
+/// # Example
+///
+/// An emulator keeps a game's command buffers in `Arc<[u8]>` blocks and
+/// lends them to the processor's prefetch window:
+///
+/// ```
+/// use std::sync::Arc;
+/// use pm4core::memory::LentDwords;
+///
+/// let block: Arc<[u8]> = [0x00u8, 0x10, 0xFF, 0xC0, 7, 0, 0, 0].into();
+/// // Only on a little-endian host (the dwords are the bytes as they are).
+/// if cfg!(target_endian = "little") {
+///     let lent = LentDwords::new(Arc::clone(&block), 0, 2).unwrap();
+///     assert_eq!(lent.dwords(), &[0xC0FF_1000, 7]);
+///     // A range past the block is refused, not clamped.
+///     assert!(LentDwords::new(block, 4, 2).is_none());
+/// }
+/// ```
+#[derive(Clone)]
+pub struct LentDwords {
+    bytes: Arc<[u8]>,
+    /// Byte offset of the first dword in `bytes`.
+    start: usize,
+    /// Dwords lent.
+    len: usize,
+}
+
+impl LentDwords {
+    /// `len_dw` dwords from byte `start` of `bytes`, when they lie inside
+    /// it, the first is 4-byte aligned in memory and the host is
+    /// little-endian (so that the bytes are the dwords as they are); `None`
+    /// otherwise, and for no dwords.
+    pub fn new(bytes: Arc<[u8]>, start: usize, len_dw: usize) -> Option<Self> {
+        if cfg!(target_endian = "big") || len_dw == 0 {
+            return None;
+        }
+        let end = start.checked_add(len_dw.checked_mul(4)?)?;
+        bytemuck::try_cast_slice::<u8, u32>(bytes.get(start..end)?).ok()?;
+        Some(Self { bytes, start, len: len_dw })
+    }
+
+    /// The dwords.
+    #[inline]
+    pub fn dwords(&self) -> &[u32] {
+        // `new` checked the range and its alignment.
+        self.bytes
+            .get(self.start..self.start + self.len * 4)
+            .and_then(|bytes| bytemuck::try_cast_slice(bytes).ok())
+            .unwrap_or(&[])
+    }
+
+    /// How many dwords are lent.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Never true: nothing lends no dwords.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl std::fmt::Debug for LentDwords {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LentDwords({} dwords)", self.len)
+    }
 }
 
 /// Forwards every method, so wrappers keep the inner memory's atomics and
@@ -273,6 +366,9 @@ macro_rules! forward_guest_memory {
         }
         fn copy(&self, dst: u64, src: u64, len: u64) -> Result<(), MemoryError> {
             (**self).copy(dst, src, len)
+        }
+        fn lend_dwords(&self, address: u64, max_dw: usize) -> Option<LentDwords> {
+            (**self).lend_dwords(address, max_dw)
         }
     };
 }
@@ -344,6 +440,11 @@ impl<M: GuestMemory + ?Sized, O: WriteObserver> GuestMemory for ObservedMemory<'
     #[inline]
     fn read_bytes(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryError> {
         self.inner.read_bytes(address, out)
+    }
+
+    #[inline]
+    fn lend_dwords(&self, address: u64, max_dw: usize) -> Option<LentDwords> {
+        self.inner.lend_dwords(address, max_dw)
     }
 
     #[inline]
@@ -586,6 +687,23 @@ impl Regions {
         let index = self.list.partition_point(|r| r.start <= address).checked_sub(1)?;
         let region = self.list.get(index)?;
         (address < region.end()).then_some(index)
+    }
+
+    /// Up to `max_dw` dwords at `address` lent from the shared bytes of the
+    /// region holding it: up to the region's end, the end of its bytes and
+    /// its first written page (written pages hold what is read there).
+    fn lend_dwords(&self, address: u64, max_dw: usize) -> Option<LentDwords> {
+        let region = self.list.get(self.region_index(address)?)?;
+        let Backing::Shared { bytes, offset: base } = &region.backing else { return None };
+        let offset = address - region.start;
+        let mut end = region.len;
+        if let Some((&page, _)) = region.pages.range(offset / PAGE_SIZE as u64..).next() {
+            end = end.min(page * PAGE_SIZE as u64);
+        }
+        let start = usize::try_from(offset).ok()?.checked_add(*base)?;
+        let in_region = usize::try_from(end.checked_sub(offset)? / 4).ok()?;
+        let in_bytes = bytes.len().checked_sub(start)? / 4;
+        LentDwords::new(Arc::clone(bytes), start, max_dw.min(in_region).min(in_bytes))
     }
 
     /// The pieces of an access `(region_index, offset_in_region,
@@ -901,6 +1019,10 @@ impl GuestMemory for SparseMemory {
         self.regions.read().read(address, out)
     }
 
+    fn lend_dwords(&self, address: u64, max_dw: usize) -> Option<LentDwords> {
+        self.regions.read().lend_dwords(address, max_dw)
+    }
+
     #[inline]
     fn write_bytes(&self, address: u64, data: &[u8]) -> Result<(), MemoryError> {
         self.regions.write().write(address, data)?;
@@ -995,6 +1117,44 @@ impl GuestMemory for SparseMemory {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg(target_endian = "little")]
+    fn shared_bytes_are_lent_up_to_the_first_written_page() {
+        let words: Vec<u32> = (0..3 * PAGE_SIZE as u32 / 4).collect();
+        let bytes: Arc<[u8]> = bytemuck::cast_slice::<u32, u8>(&words).into();
+        let memory = SparseMemory::new();
+        memory.map_shared(0x10_0000, Arc::clone(&bytes), 0, bytes.len()).unwrap();
+        memory.map_zeroed(0x20_0000, 0x1000).unwrap();
+        // The whole region from the address, or `max_dw` of it.
+        let lent = memory.lend_dwords(0x10_0008, usize::MAX).unwrap();
+        assert_eq!(lent.len(), 3 * PAGE_SIZE / 4 - 2);
+        assert_eq!(lent.dwords()[..3], [2, 3, 4]);
+        assert_eq!(memory.lend_dwords(0x10_0008, 5).unwrap().dwords(), &[2, 3, 4, 5, 6]);
+        // A write copies the second page: lending stops before it, and a
+        // lend from inside it is refused (the reader copies what it reads).
+        memory.write_u32(0x10_1010, 0xAAAA).unwrap();
+        assert_eq!(memory.lend_dwords(0x10_0008, usize::MAX).unwrap().len(), PAGE_SIZE / 4 - 2);
+        assert!(memory.lend_dwords(0x10_1000, 4).is_none());
+        let third = memory.lend_dwords(0x10_2000, usize::MAX).unwrap();
+        assert_eq!(third.dwords()[0], 2 * PAGE_SIZE as u32 / 4);
+        // Zero regions and unmapped addresses lend nothing.
+        assert!(memory.lend_dwords(0x20_0000, 4).is_none());
+        assert!(memory.lend_dwords(0x30_0000, 4).is_none());
+    }
+
+    #[test]
+    fn bytes_not_aligned_to_a_dword_are_not_lent() {
+        let bytes: Arc<[u8]> = vec![0u8; 64].into();
+        let memory = SparseMemory::new();
+        memory.map_shared(0x10_0000, Arc::clone(&bytes), 1, 32).unwrap();
+        assert!(memory.lend_dwords(0x10_0000, 4).is_none());
+        // The copy the reader falls back on reads the same bytes.
+        let mut out = [1u32; 4];
+        memory.read_dwords(0x10_0000, &mut out).unwrap();
+        assert_eq!(out, [0; 4]);
+        assert!(LentDwords::new(bytes, 1, 1).is_none());
+    }
 
     #[test]
     fn a_fill_keeps_its_pattern_phase_across_pages_and_regions() {

@@ -5,6 +5,7 @@ mod common;
 
 use common::{Cmd, Harness, SCRATCH};
 use pm4core::backend::QueueId;
+use pm4core::memory::GuestMemory;
 use pm4core::packet::body::{CompareFunction, PollTarget};
 use pm4core::packet::{Opcode, NOP_PAD, TYPE2_FILLER};
 use pm4core::processor::{Pm4Error, ProcessStatus, ProcessorConfig, SuspendReason, UnknownPacketPolicy};
@@ -349,6 +350,24 @@ fn a_write_into_the_stream_ahead_is_seen() {
     assert_eq!(cmd.len(), 10);
     assert_eq!(h.run(&cmd), Ok(ProcessStatus::Completed));
     assert_eq!(h.read32(SCRATCH), 0x1234);
+}
+
+#[test]
+fn a_host_write_between_slices_into_a_lent_stream_is_seen() {
+    // The stream is mapped from shared bytes, so the prefetch window reads
+    // it in place (lent, not copied). The host patches the data dword of
+    // the last packet while the queue is between slices: the next slice
+    // must write the patched value.
+    let mut h = Harness::new();
+    let cmd = Cmd::new().write_mem(SCRATCH, &[1]).write_mem(SCRATCH + 4, &[2]).write_mem(SCRATCH + 8, &[3]);
+    assert_eq!(cmd.len(), 15);
+    h.map(0x1000, &cmd);
+    h.submit(0x1000, cmd.len());
+    let mut env = pm4core::processor::Env { memory: &mut h.memory, backend: &mut h.backend, shaders: &mut h.shaders };
+    assert_eq!(h.processor.process_slice(&mut env, 1), Ok(ProcessStatus::Yielded));
+    h.memory.write_u32(0x1000 + 4 * 14, 0x3333).unwrap();
+    assert_eq!(h.process(), Ok(ProcessStatus::Completed));
+    assert_eq!((h.read32(SCRATCH), h.read32(SCRATCH + 4), h.read32(SCRATCH + 8)), (1, 2, 0x3333));
 }
 
 #[test]

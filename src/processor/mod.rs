@@ -737,6 +737,7 @@ fn run_packets(
     let graphics = state.queue.is_graphics();
     let handlers = if graphics { &tables::HANDLERS } else { &tables::COMPUTE_HANDLERS };
     let register_runs = if graphics { &tables::REGISTER_RUNS } else { &tables::COMPUTE_REGISTER_RUNS };
+    let fast_classes = if graphics { &tables::FAST_CLASSES } else { &tables::COMPUTE_FAST_CLASSES };
     'buffers: loop {
         if !exec.pop_finished() {
             exec.reset();
@@ -800,131 +801,41 @@ fn run_packets(
             // in the window, up to the end of the buffer.
             let window_range = window.range();
             let words = window.held(start, remaining);
-            let mut at = 0usize;
             // Packets this view may run before the slice's budget or the
             // work budget runs out (the view's first packet passed both
-            // checks above), and those run but not yet added to the
-            // counters (`settle!`): the loop keeps them in registers.
-            let mut left = (*budget).min(work_budget.saturating_sub(exec.packets));
-            let mut ran = 0u64;
-            let mut skip = exec.predication.skip;
-            // What handlers see: built once per view; each packet sets its
-            // location and opcode.
-            let mut ctx = Ctx {
-                engine,
-                exec: &mut *exec,
-                state: &mut *state,
-                memory: WatchedMemory::new(env.memory, window_range),
-                backend: &mut *env.backend,
-                shaders: env.shaders,
-                location: location_at(buffer, size, offset, 0),
-                opcode: header.opcode(),
+            // checks above).
+            let left = (*budget).min(work_budget.saturating_sub(exec.packets));
+            let skip = exec.predication.skip;
+            let mut view = View {
+                // What handlers see: built once per view; each packet sets
+                // its location and opcode.
+                ctx: Ctx {
+                    engine,
+                    exec: &mut *exec,
+                    state: &mut *state,
+                    memory: WatchedMemory::new(env.memory, window_range),
+                    backend: &mut *env.backend,
+                    shaders: env.shaders,
+                    location: location_at(buffer, size, offset, 0),
+                    opcode: header.opcode(),
+                },
+                packets: &mut tally.packets,
+                by_opcode: &mut *tally.by_opcode,
+                report: tally.report,
+                budget: &mut *budget,
+                work_budget,
+                handlers,
+                runs: register_runs,
+                buffer,
+                size,
+                offset,
+                depth,
+                settled: left,
+                left,
+                skip,
+                classes: fast_classes,
             };
-            macro_rules! settle {
-                () => {{
-                    ctx.exec.packets += ran;
-                    *budget -= ran;
-                    tally.packets += ran;
-                    left -= ran;
-                    ran = 0;
-                }};
-            }
-            let stop = loop {
-                // Register writers and one-dword pads first, in a loop of
-                // their own whose few variables stay in registers (it
-                // returns at once when the packet here is anything else).
-                // Not while predication skips, or for a backend that sees
-                // every packet.
-                if !tally.report && !skip && words.get(at).is_some_and(|&h| starts_register_run(h, register_runs)) {
-                    let (packets, next) =
-                        register_run(words, at, left - ran, register_runs, ctx.state, tally.by_opcode);
-                    ran += packets;
-                    at = next;
-                }
-                let Some(&h) = words.get(at) else { break ViewStop::Next };
-                if h < 0xC000_0000 || (h & 1 != 0 && skip) {
-                    break ViewStop::Next;
-                }
-                // Type 3: the reader's framing rule, against the view.
-                let count = (h >> 16) & 0x3FFF;
-                let length = if count == 0x3FFF { 1 } else { count + 2 };
-                let end = at + length as usize;
-                if end > words.len() || ran == left {
-                    break ViewStop::Next;
-                }
-                let opcode = (h >> 8) as u8;
-                let entry = usize::from(opcode);
-
-                // A register writer or pad `register_run` left (see there),
-                // or any while it does not run: one at a time.
-                let run = register_runs[entry];
-                if run.size != 0 || (length == 1 && opcode == Opcode::NOP.0) {
-                    ran += 1;
-                    if run.size != 0 {
-                        let Some((first, values)) = words.get(at + 1..end).and_then(|body| body.split_first()) else {
-                            break ViewStop::MissingBody;
-                        };
-                        handlers::registers::write_run(ctx.state, run.base, run.size, first & 0xFFFF, values);
-                    }
-                    tally.by_opcode[entry] += 1;
-                    if tally.report {
-                        report_packet(ctx.backend, ctx.state.queue, Header(h), location_at(buffer, size, offset, at));
-                    }
-                    at = end;
-                    continue;
-                }
-
-                // Everything else runs its handler; it counts as a packet
-                // run once its handler has run (not when it fails or waits).
-                ran += 1;
-                settle!();
-                tally.packets -= 1;
-                ctx.location = location_at(buffer, size, offset, at);
-                ctx.opcode = Opcode(opcode);
-                let packet =
-                    Packet { header: Header(h), body: words.get(at + 1..end).unwrap_or(&[]), location: ctx.location };
-                // Advance before running: a call (INDIRECT_BUFFER) returns past it.
-                set_offset(ctx.exec, depth, ctx.location.offset_dw + length);
-                ctx.memory.begin_packet();
-                let moves = ctx.exec.moves();
-                let flow = match handlers[entry](&mut ctx, &packet) {
-                    Ok(flow) => flow,
-                    Err(e) => break ViewStop::Failed(e),
-                };
-                let stale = ctx.memory.touched_window();
-                if let Flow::Suspend = flow {
-                    // Re-executed on resume: put the cursor back on the packet,
-                    // and do not charge the work budget for the attempt (a
-                    // long wait must not end in WorkBudgetExhausted).
-                    // (`Ctx::suspend`, the one way to suspend, noted why.)
-                    let exec = &mut *ctx.exec;
-                    let reason = exec.suspended.unwrap_or(SuspendReason::Rewind { address: packet.location.address() });
-                    set_offset(exec, depth, packet.location.offset_dw);
-                    exec.packets = exec.packets.saturating_sub(1);
-                    exec.suspended = Some(reason);
-                    ctx.state.stats.waits += 1;
-                    break ViewStop::Return { stale, status: StreamStatus::Suspended(reason) };
-                }
-                tally.packets += 1;
-                tally.by_opcode[entry] += 1;
-                if tally.report {
-                    report_packet(ctx.backend, ctx.state.queue, Header(h), packet.location);
-                }
-                at = end;
-                if let Flow::RunConstantEngine = flow {
-                    break ViewStop::Return { stale, status: StreamStatus::RunConstantEngine };
-                }
-                // Go on in this view unless the handler wrote the window's
-                // dwords or moved the cursor (a call, chain, skip or return).
-                if stale || ctx.exec.moves() != moves {
-                    break ViewStop::Moved { stale };
-                }
-                skip = ctx.exec.predication.skip;
-                left = (*budget).min(work_budget.saturating_sub(ctx.exec.packets));
-            };
-            exec.packets += ran;
-            *budget -= ran;
-            tally.packets += ran;
+            let (at, stop) = run_view(words, &mut view);
             tally.dwords += at as u64;
             match stop {
                 ViewStop::Next => offset += at as u32,
@@ -967,98 +878,339 @@ fn run_packets(
     }
 }
 
-/// The loop's fast path: from `at` in `words` (a view of the window), runs
-/// packets while they are plain register writers of 1 to 8 values that
-/// only store and mark state groups (the same effect as `write_run`), or
-/// one-dword NOP pads, at most `limit` of them. Stops before anything
-/// else, which the caller runs one packet at a time: another opcode, a
-/// type-0/1/2 header, a packet the view does not hold whole, a register
-/// writer with no body, more values, a register with a handler, a run
-/// across marks or pages, an unallocated page. Returns the packets run and
-/// where it stopped. Not called while predication skips (a predicated
-/// packet must then be skipped). Every variable stays in a register: the
-/// loop calls nothing, counts down, and marks state groups in the state
-/// itself (keeping them in a local costs a register, and the spills cost
-/// more instructions per packet than the store).
-#[inline(never)]
-fn register_run(
-    words: &[u32],
-    mut at: usize,
-    limit: u64,
-    runs: &[tables::RegisterRun; 256],
-    state: &mut ProcessorState,
-    by_opcode: &mut [u64; 256],
-) -> (u64, usize) {
-    let mut left = limit;
-    while left > 0 {
-        let Some(&h) = words.get(at) else { break };
-        if h < 0xC000_0000 {
-            break;
-        }
-        let count = (h >> 16) & 0x3FFF;
-        let opcode = ((h >> 8) & 0xFF) as usize;
-        if count == 0x3FFF {
-            if opcode != usize::from(Opcode::NOP.0) {
-                break;
-            }
-            by_opcode[opcode] += 1;
-            at += 1;
-            left -= 1;
-            continue;
-        }
-        // The body: the register offset, then `count` values.
-        let run = runs[opcode];
-        let end = at + count as usize + 2;
-        let Some((first, values)) = words.get(at + 1..end).and_then(|body| body.split_first()) else { break };
-        let offset = (first & 0xFFFF) as usize;
-        // Anything but 1 to 8 values in one span of equal marks (so inside
-        // the space), none calling a handler, in an allocated page, is the
-        // caller's (one packet at a time, through `write_run`): this loop
-        // calls nothing, so its variables stay in registers.
-        let Some(&span) = run.spans.get(offset) else { break };
-        let n = values.len();
-        let marks = span as u32;
-        if n.wrapping_sub(1) >= 8 || offset + n - 1 > (span >> 32) as usize || marks & tables::CALLS_HANDLER != 0 {
-            break;
-        }
-        let register = run.base + offset as u32;
-        let Some(slots) = state.regs.allocated_range_mut(register, n as u32) else { break };
-        if register >= crate::regs::space::UCONFIG {
-            // GPU-wide: one value, into the shared file's allocated page.
-            match values {
-                [value] if state.global.set_uconfig_allocated(register, *value) => {}
-                _ => break,
-            }
-        }
-        // Up to 8 values: stores with no loop and no call.
-        let stored = if n <= 4 {
-            handlers::registers::store_up_to_4(slots, values)
-        } else {
-            match (slots.split_at_mut_checked(4), values.split_at_checked(4)) {
-                (Some((first_slots, other_slots)), Some((first_values, other_values))) => {
-                    handlers::registers::store_up_to_4(first_slots, first_values)
-                        && handlers::registers::store_up_to_4(other_slots, other_values)
-                }
-                _ => false,
-            }
-        };
-        if !stored {
-            break;
-        }
-        state.dirty |= marks;
-        by_opcode[opcode] += 1;
-        at = end;
-        left -= 1;
-    }
-    (limit - left, at)
+/// One view of the prefetch window while [`run_view`] walks it: the
+/// context handlers see, the counters, and what the view is.
+struct View<'v, 'c> {
+    ctx: Ctx<'c>,
+    /// The tally's packet count and counts by opcode (see [`Tally`]).
+    packets: &'v mut u64,
+    by_opcode: &'v mut [u64; 256],
+    /// Whether the backend gets a call per packet.
+    report: bool,
+    /// The slice's budget (packets), charged when the view settles.
+    budget: &'v mut u64,
+    work_budget: u64,
+    handlers: &'static [tables::OpcodeHandler; 256],
+    runs: &'static [tables::RegisterRun; 256],
+    /// The buffer the view is in, and the view's first dword in it.
+    buffer: u64,
+    size: u32,
+    offset: u32,
+    /// The buffer's entry on the IB stack.
+    depth: usize,
+    /// Packets the view could still run when it last settled (see
+    /// [`View::settle`]): the packets run since are this minus the loop's
+    /// count of packets left.
+    settled: u64,
+    /// The loop's count of packets left, while [`run_one`] runs.
+    left: u64,
+    /// Whether predication skips (predicated packets go to the caller).
+    skip: bool,
+    /// What the fast path does by opcode (`tables::fast_class`).
+    classes: &'static [u8; 256],
 }
 
-/// Whether the packet with header `h` is one `register_run` takes (a plain
-/// register writer or a one-dword NOP pad): checked before calling it.
+impl View<'_, '_> {
+    /// Charges the packets run since the last settle (`settled - left`)
+    /// to the work budget, the slice's budget and the count.
+    #[inline(always)]
+    fn settle(&mut self, left: u64) {
+        let ran = self.settled - left;
+        self.ctx.exec.packets += ran;
+        *self.budget -= ran;
+        *self.packets += ran;
+        self.settled = left;
+    }
+}
+
+/// The inner loop of [`run_packets`]: walks type-3 packets straight from
+/// `words` (a view of the window, its first packet held whole and within
+/// both budgets) while it holds them whole. Plain register writers of 1 to
+/// 8 values that only store and mark state groups, and one-dword NOP pads,
+/// are run right here (see [`store_register_packet`]); every other packet
+/// goes through [`run_one`], out of line. This loop calls nothing else, so
+/// its few variables stay in registers. Not on the fast path while
+/// predication skips (a predicated packet must then be skipped, by the
+/// caller) or for a backend that sees every packet. Returns the dwords
+/// walked and why it stopped, with the packets run settled.
+#[inline(never)]
+fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
+    let runs = view.runs;
+    let classes = view.classes;
+    let mut at = 0usize;
+    let mut left = view.settled;
+    let mut fast = !view.report && !view.skip;
+    let stop = loop {
+        let Some(&h) = words.get(at) else { break ViewStop::Next };
+        if h < 0xC000_0000 || left == 0 {
+            break ViewStop::Next;
+        }
+        if fast {
+            // A one-dword NOP pad (count 0x3FFF), the most common packet of
+            // some streams: one compare.
+            if h >> 8 == PAD_HEADER >> 8 {
+                view.by_opcode[usize::from(Opcode::NOP.0)] += 1;
+                at += 1;
+                left -= 1;
+                continue;
+            }
+            let count = ((h >> 16) & 0x3FFF) as usize;
+            let opcode = ((h >> 8) & 0xFF) as usize;
+            let stored = match classes[opcode] {
+                // The two writers of most packets, with their space's base
+                // and table as constants.
+                tables::fast_class::SH => store_in_space::<{ space::SH }, { space::SH_SIZE as usize }>(
+                    words,
+                    at,
+                    count,
+                    &tables::SH_RUN_SPANS,
+                    view.ctx.state,
+                ),
+                tables::fast_class::CONTEXT => store_in_space::<{ space::CONTEXT }, { space::CONTEXT_SIZE as usize }>(
+                    words,
+                    at,
+                    count,
+                    &tables::CONTEXT_RUN_SPANS,
+                    view.ctx.state,
+                ),
+                tables::fast_class::OTHER_RUN => store_register_packet(words, at, count, &runs[opcode], view.ctx.state),
+                _ => None,
+            };
+            if let Some(end) = stored {
+                view.by_opcode[opcode] += 1;
+                at = end;
+                left -= 1;
+                continue;
+            }
+        }
+        // `left` goes through the view, so that its address never escapes
+        // this loop (where it stays in a register).
+        view.left = left;
+        let step = run_one(words, at, h, view);
+        left = view.left;
+        match step {
+            Ok(next) => {
+                at = next;
+                fast = !view.report && !view.skip;
+            }
+            Err((next, stop)) => {
+                at = next;
+                break stop;
+            }
+        }
+    };
+    view.settle(left);
+    (at, stop)
+}
+
+/// The header of a one-dword NOP pad: type 3, count 0x3FFF, NOP (the low
+/// byte, predicate and shader type, may be anything).
+const PAD_HEADER: u32 = 0xC000_0000 | 0x3FFF << 16 | (Opcode::NOP.0 as u32) << 8;
+
+/// The fast path's store: the register writer at `at` in `words` (header
+/// count `count`, not 0x3FFF) with its space's `run`, when it is 1 to 8
+/// values (one for uconfig) in one span of equal marks and one register
+/// page, none calling a handler (one compare against the register's
+/// limit, see `tables::RunSpans`), into an allocated page: stores the
+/// values, marks the state groups and returns the packet's end. Anything
+/// else (another opcode, a packet the view does not hold whole, no body,
+/// more values, a handler, an unallocated page) returns `None` having
+/// changed nothing, for [`run_one`] (through `write_run`).
 #[inline(always)]
-fn starts_register_run(h: u32, runs: &[tables::RegisterRun; 256]) -> bool {
-    let opcode = ((h >> 8) & 0xFF) as usize;
-    h >= 0xC000_0000 && (runs[opcode].size != 0 || h & 0x3FFF_FF00 == 0x3FFF_1000)
+fn store_register_packet(
+    words: &[u32],
+    at: usize,
+    count: usize,
+    run: &tables::RegisterRun,
+    state: &mut ProcessorState,
+) -> Option<usize> {
+    // The body: the register offset, then `count` values.
+    let end = at + count + 2;
+    let (first, values) = words.get(at + 1..end)?.split_first()?;
+    let offset = (first & 0xFFFF) as usize;
+    let span = *run.spans.get(offset)?;
+    let n = values.len();
+    if (n as u32).wrapping_sub(1) >= (span >> 32) as u32 {
+        return None;
+    }
+    let register = run.base + offset as u32;
+    let slots = state.regs.allocated_range_mut(register, n as u32)?;
+    if register >= crate::regs::space::UCONFIG {
+        // GPU-wide: one value, into the shared file's allocated page.
+        match values {
+            [value] if state.global.set_uconfig_allocated(register, *value) => {}
+            _ => return None,
+        }
+    }
+    // Up to 8 values: stores with no loop and no call.
+    let stored = store_up_to_8(slots, values);
+    if !stored {
+        return None;
+    }
+    state.dirty |= span as u32;
+    Some(end)
+}
+
+/// [`store_register_packet`] for a writer of the space at `BASE` whose
+/// run table is `spans`: its checks and store with the space as constants.
+#[inline(always)]
+fn store_in_space<const BASE: u32, const N: usize>(
+    words: &[u32],
+    at: usize,
+    count: usize,
+    spans: &tables::RunSpans<N>,
+    state: &mut ProcessorState,
+) -> Option<usize> {
+    let end = at + count + 2;
+    let (first, values) = words.get(at + 1..end)?.split_first()?;
+    let offset = (first & 0xFFFF) as usize;
+    let span = *spans.get(offset)?;
+    let n = values.len();
+    if (n as u32).wrapping_sub(1) >= (span >> 32) as u32 {
+        return None;
+    }
+    let slots = state.regs.allocated_range_mut(BASE + offset as u32, n as u32)?;
+    if !store_up_to_8(slots, values) {
+        return None;
+    }
+    state.dirty |= span as u32;
+    Some(end)
+}
+
+/// Copies 1 to 8 values into as many slots without a loop or a call
+/// (false, copying nothing, for any other length): two stores that may
+/// overlap (the first and last one, two or four values), so a mix of
+/// lengths costs two branches, not an indirect jump per length.
+#[inline(always)]
+fn store_up_to_8(slots: &mut [u32], values: &[u32]) -> bool {
+    fn two<const K: usize>(slots: &mut [u32], values: &[u32]) -> bool {
+        match (slots.first_chunk_mut::<K>(), values.first_chunk::<K>()) {
+            (Some(s), Some(v)) => *s = *v,
+            _ => return false,
+        }
+        match (slots.last_chunk_mut::<K>(), values.last_chunk::<K>()) {
+            (Some(s), Some(v)) => *s = *v,
+            _ => return false,
+        }
+        true
+    }
+    if slots.len() != values.len() {
+        return false;
+    }
+    match values.len() {
+        1..=2 => two::<1>(slots, values),
+        3..=4 => two::<2>(slots, values),
+        5..=8 => two::<4>(slots, values),
+        _ => false,
+    }
+}
+
+/// One packet [`run_view`]'s fast path did not take, at `at` (header
+/// `h`, type 3): returns where the view goes on, or where it stopped
+/// (past a packet that ran, else at it) and why (a packet
+/// the view does not hold whole, a predicated packet while predication
+/// skips, a missing body, a failed or suspended handler, a moved cursor or
+/// a written window). A register writer or pad is stored through
+/// `write_run`; anything else runs its handler, and counts as a packet run
+/// once its handler has run (not when it fails or waits).
+#[inline(never)]
+fn run_one(words: &[u32], at: usize, h: u32, view: &mut View<'_, '_>) -> Result<usize, (usize, ViewStop)> {
+    if h & 1 != 0 && view.skip {
+        return Err((at, ViewStop::Next));
+    }
+    // Type 3: the reader's framing rule, against the view.
+    let count = (h >> 16) & 0x3FFF;
+    let length = if count == 0x3FFF { 1 } else { count + 2 };
+    let end = at + length as usize;
+    if end > words.len() {
+        return Err((at, ViewStop::Next));
+    }
+    let opcode = (h >> 8) as u8;
+    let entry = usize::from(opcode);
+    let (buffer, size, offset) = (view.buffer, view.size, view.offset);
+
+    // A register writer or pad the fast path left, or any while it does
+    // not run: one at a time.
+    let run = view.runs[entry];
+    if run.size != 0 || (length == 1 && opcode == Opcode::NOP.0) {
+        view.left -= 1;
+        if run.size != 0 {
+            let Some((first, values)) = words.get(at + 1..end).and_then(|body| body.split_first()) else {
+                return Err((at, ViewStop::MissingBody));
+            };
+            handlers::registers::write_run(view.ctx.state, run.base, run.size, first & 0xFFFF, values);
+        }
+        view.by_opcode[entry] += 1;
+        if view.report {
+            report_packet(view.ctx.backend, view.ctx.state.queue, Header(h), location_at(buffer, size, offset, at));
+        }
+        return Ok(end);
+    }
+
+    // Everything else runs its handler.
+    view.left -= 1;
+    view.settle(view.left);
+    *view.packets -= 1;
+    let ctx = &mut view.ctx;
+    // The location field by field, from locals (a copy of a struct just
+    // stored field by field is slow), in the context and in the packet.
+    let offset_dw = offset + at as u32;
+    ctx.location.buffer = buffer;
+    ctx.location.buffer_size_dw = size;
+    ctx.location.offset_dw = offset_dw;
+    ctx.opcode = Opcode(opcode);
+    let packet = Packet {
+        header: Header(h),
+        body: words.get(at + 1..end).unwrap_or(&[]),
+        location: PacketLocation { buffer, buffer_size_dw: size, offset_dw },
+    };
+    // Advance before running: a call (INDIRECT_BUFFER) returns past it.
+    set_offset(ctx.exec, view.depth, offset_dw + length);
+    ctx.memory.begin_packet();
+    let moves = ctx.exec.moves();
+    let charged = ctx.exec.packets;
+    let flow = match view.handlers[entry](ctx, &packet) {
+        Ok(flow) => flow,
+        Err(e) => return Err((at, ViewStop::Failed(e))),
+    };
+    let stale = ctx.memory.touched_window();
+    if let Flow::Suspend = flow {
+        // Re-executed on resume: put the cursor back on the packet, and do
+        // not charge the work budget for the attempt (a long wait must not
+        // end in WorkBudgetExhausted). (`Ctx::suspend`, the one way to
+        // suspend, noted why.)
+        let exec = &mut *ctx.exec;
+        let location = PacketLocation { buffer, buffer_size_dw: size, offset_dw };
+        let reason = exec.suspended.unwrap_or(SuspendReason::Rewind { address: location.address() });
+        set_offset(exec, view.depth, offset_dw);
+        exec.packets = exec.packets.saturating_sub(1);
+        exec.suspended = Some(reason);
+        ctx.state.stats.waits += 1;
+        return Err((at, ViewStop::Return { stale, status: StreamStatus::Suspended(reason) }));
+    }
+    *view.packets += 1;
+    view.by_opcode[entry] += 1;
+    if view.report {
+        let location = PacketLocation { buffer, buffer_size_dw: size, offset_dw };
+        report_packet(ctx.backend, ctx.state.queue, Header(h), location);
+    }
+    if let Flow::RunConstantEngine = flow {
+        return Err((end, ViewStop::Return { stale, status: StreamStatus::RunConstantEngine }));
+    }
+    // Go on in this view unless the handler wrote the window's dwords or
+    // moved the cursor (a call, chain, skip or return).
+    if stale || ctx.exec.moves() != moves {
+        return Err((end, ViewStop::Moved { stale }));
+    }
+    view.skip = ctx.exec.predication.skip;
+    // The slice's budget and the work budget went down together since the
+    // view began, so the packets left stay right unless the handler
+    // charged sub-packets of its own (a multi-draw).
+    if ctx.exec.packets != charged {
+        view.left = (*view.budget).min(view.work_budget.saturating_sub(ctx.exec.packets));
+        view.settled = view.left;
+    }
+    Ok(end)
 }
 
 /// Where the packet `at` dwords into a view that starts `offset` dwords

@@ -256,8 +256,45 @@ const fn register_runs(entries: [OpcodeEntry; 256]) -> [RegisterRun; 256] {
     t
 }
 
+/// What the loop's fast path does with a packet, by opcode (see
+/// [`fast_classes`]).
+pub(crate) mod fast_class {
+    /// Nothing: the packet goes the general way (the loop takes a
+    /// one-dword NOP pad before it looks here).
+    pub const NONE: u8 = 0;
+    /// SET_SH_REG: a register run in the SH space.
+    pub const SH: u8 = 1;
+    /// SET_CONTEXT_REG: a register run in the context space.
+    pub const CONTEXT: u8 = 2;
+    /// Another register writer: a register run in its space's [`super::RegisterRun`].
+    pub const OTHER_RUN: u8 = 3;
+}
+
+/// Opcode → [`fast_class`]: one byte load picks the fast path's case.
+const fn fast_classes(runs: &[RegisterRun; 256]) -> [u8; 256] {
+    let mut t = [fast_class::NONE; 256];
+    let mut i = 0;
+    while i < 256 {
+        if runs[i].size != 0 {
+            t[i] = match runs[i].base {
+                space::SH if i == Opcode::SET_SH_REG.0 as usize => fast_class::SH,
+                space::CONTEXT if i == Opcode::SET_CONTEXT_REG.0 as usize => fast_class::CONTEXT,
+                _ => fast_class::OTHER_RUN,
+            };
+        }
+        i += 1;
+    }
+    t
+}
+
 /// CP opcode → the space its register run writes, for plain register writers.
 pub(crate) static REGISTER_RUNS: [RegisterRun; 256] = register_runs(opcode_table());
+
+/// [`fast_class`] by opcode on the graphics queue.
+pub(crate) static FAST_CLASSES: [u8; 256] = fast_classes(&REGISTER_RUNS);
+
+/// [`fast_class`] by opcode on compute queues.
+pub(crate) static COMPUTE_FAST_CLASSES: [u8; 256] = fast_classes(&COMPUTE_REGISTER_RUNS);
 
 /// The same for compute queues: graphics-only register writers have none.
 pub(crate) static COMPUTE_REGISTER_RUNS: [RegisterRun; 256] = register_runs(compute_opcode_table());
@@ -480,28 +517,51 @@ static CONTEXT_MARK_SPANS: [u16; space::CONTEXT_SIZE as usize] = spans_of(&marks
 static SH_MARK_SPANS: [u16; space::SH_SIZE as usize] = spans_of(&marks_of(&sh_table()));
 static UCONFIG_REGISTER_MARKS: RegisterMarks<{ space::UCONFIG_SIZE as usize }> = marks_of(&uconfig_table());
 
-/// A register table's [`RegisterMarks`] and spans of equal marks in one
-/// word per register, for the loop's fast path: the low half is the
-/// register's marks, the high half the offset (in its space) of the last
-/// register of the run of equal marks it is in. A register run from
-/// offset `o` of `n` values whose last offset is at most that has the
-/// marks of its first register: one load.
-type RunSpans<const N: usize> = [u64; N];
+/// Most values one packet of the loop's fast path stores (`register_run`).
+pub(crate) const RUN_MAX_VALUES: u32 = 8;
 
-const fn run_spans_of<const N: usize>(marks: &RegisterMarks<N>) -> RunSpans<N> {
+/// A register table's [`RegisterMarks`] and how far a fast-path store may
+/// reach, in one word per register: the low half is the register's marks,
+/// the high half the most values a register writer starting at that
+/// register may store on the loop's fast path (`store_register_packet`). That is
+/// at most [`RUN_MAX_VALUES`] (`max_values` for a space the fast path
+/// writes one value of), never past the run of equal marks the register
+/// is in (so the packet's marks are its first register's) or its
+/// 256-register page (so the store is one slice of one page), and 0 for
+/// a register whose write calls a handler. A packet of `n` values fits
+/// when `n - 1 < limit`: one compare.
+pub(crate) type RunSpans<const N: usize> = [u64; N];
+
+const fn run_spans_of<const N: usize>(marks: &RegisterMarks<N>, max_values: u32) -> RunSpans<N> {
     let spans = spans_of(marks);
     let mut t = [0u64; N];
     let mut i = 0;
     while i < N {
-        t[i] = (spans[i] as u64) << 32 | marks[i] as u64;
+        // Every space starts on a page boundary (0x2C00, 0xA000, 0xC000).
+        let to_span_end = spans[i] as u32 + 1 - i as u32;
+        let to_page_end = (crate::regs::REGISTER_PAGE - i % crate::regs::REGISTER_PAGE) as u32;
+        let mut limit = max_values;
+        if to_span_end < limit {
+            limit = to_span_end;
+        }
+        if to_page_end < limit {
+            limit = to_page_end;
+        }
+        if marks[i] & CALLS_HANDLER != 0 {
+            limit = 0;
+        }
+        t[i] = (limit as u64) << 32 | marks[i] as u64;
         i += 1;
     }
     t
 }
 
-static SH_RUN_SPANS: RunSpans<{ space::SH_SIZE as usize }> = run_spans_of(&marks_of(&sh_table()));
-static CONTEXT_RUN_SPANS: RunSpans<{ space::CONTEXT_SIZE as usize }> = run_spans_of(&marks_of(&context_table()));
-static UCONFIG_RUN_SPANS: RunSpans<{ space::UCONFIG_SIZE as usize }> = run_spans_of(&marks_of(&uconfig_table()));
+pub(crate) static SH_RUN_SPANS: RunSpans<{ space::SH_SIZE as usize }> =
+    run_spans_of(&marks_of(&sh_table()), RUN_MAX_VALUES);
+pub(crate) static CONTEXT_RUN_SPANS: RunSpans<{ space::CONTEXT_SIZE as usize }> =
+    run_spans_of(&marks_of(&context_table()), RUN_MAX_VALUES);
+/// Uconfig registers are GPU-wide: the fast path stores one value.
+static UCONFIG_RUN_SPANS: RunSpans<{ space::UCONFIG_SIZE as usize }> = run_spans_of(&marks_of(&uconfig_table()), 1);
 
 /// The OR of the action words (see [`CALLS_HANDLER`]) of `count`
 /// consecutive registers from `first` (absolute), clamped to the space

@@ -4,8 +4,12 @@
 //! prefetch parser, it reads ahead; unlike it, it is invalidated whenever
 //! anything writes the dwords it holds (a packet's own write, or the host
 //! between calls), so self-modifying streams still see fresh dwords.
+//!
+//! Memory that lends dwords ([`GuestMemory::lend_dwords`], such as a trace's
+//! mapped payload) is not copied: the window then holds the lent dwords,
+//! up to the end of the buffer, and the loop reads them where they are.
 
-use crate::memory::{GuestMemory, MemoryError};
+use crate::memory::{GuestMemory, LentDwords, MemoryError};
 
 /// Dwords read per refill when the buffer has that many left.
 const FILL_DW: usize = 1024;
@@ -18,7 +22,10 @@ const FIRST_FILL_DW: usize = 256;
 const CAPACITY_DW: usize = 0x4000 + 2;
 
 pub(crate) struct PrefetchWindow {
+    /// Copied dwords (when nothing is lent).
     words: Vec<u32>,
+    /// Lent dwords: when set, the window's dwords are these.
+    lent: Option<LentDwords>,
     /// GPU address of `words[0]`.
     base: u64,
     /// Valid dwords in `words`.
@@ -31,13 +38,14 @@ impl PrefetchWindow {
     /// An empty window; it grows (once, up to the longest packet) as
     /// refills need room.
     pub(crate) fn new() -> Self {
-        Self { words: Vec::new(), base: 0, len: 0, fill: FIRST_FILL_DW }
+        Self { words: Vec::new(), lent: None, base: 0, len: 0, fill: FIRST_FILL_DW }
     }
 
     /// Forgets the window's contents.
     #[inline]
     pub(crate) fn invalidate(&mut self) {
         self.len = 0;
+        self.lent = None;
         self.fill = FIRST_FILL_DW;
     }
 
@@ -82,19 +90,28 @@ impl PrefetchWindow {
     #[inline]
     pub(crate) fn held(&self, start: usize, max: u32) -> &[u32] {
         let end = self.len.min(start.saturating_add(max as usize));
-        self.words.get(start..end).unwrap_or(&[])
+        self.dwords().get(start..end).unwrap_or(&[])
     }
 
     /// The dword at `start` (as returned by `ensure`).
     #[inline]
     pub(crate) fn word(&self, start: usize) -> u32 {
-        self.words.get(start).copied().unwrap_or(0)
+        self.dwords().get(start).copied().unwrap_or(0)
     }
 
     /// The dwords `ensure` made available.
     #[inline]
     pub(crate) fn slice(&self, start: usize, need: u32) -> &[u32] {
-        self.words.get(start..start.saturating_add(need as usize)).unwrap_or(&[])
+        self.dwords().get(start..start.saturating_add(need as usize)).unwrap_or(&[])
+    }
+
+    /// The dwords the window holds (lent or copied), from `base`.
+    #[inline]
+    fn dwords(&self) -> &[u32] {
+        match &self.lent {
+            Some(lent) => lent.dwords(),
+            None => &self.words,
+        }
     }
 
     #[cold]
@@ -106,6 +123,17 @@ impl PrefetchWindow {
         remaining: usize,
     ) -> Result<(), MemoryError> {
         self.len = 0;
+        self.lent = None;
+        // Lent dwords cost no copy: as many as the memory lends, up to the
+        // end of the buffer.
+        if let Some(lent) = memory.lend_dwords(address, remaining) {
+            if lent.len() >= need {
+                self.base = address;
+                self.len = lent.len();
+                self.lent = Some(lent);
+                return Ok(());
+            }
+        }
         // `need` (one packet) never exceeds `remaining` or the capacity.
         let want = remaining.min(need.max(self.fill)).min(CAPACITY_DW);
         self.fill = (self.fill * 2).min(FILL_DW);
