@@ -941,7 +941,9 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
     let mut left = view.settled;
     let mut fast = !view.report && !view.skip;
     let stop = loop {
-        let Some(&h) = words.get(at) else { break ViewStop::Next };
+        // The view from the packet at the cursor on.
+        let Some(packet) = words.get(at..) else { break ViewStop::Next };
+        let Some(&h) = packet.first() else { break ViewStop::Next };
         if h < 0xC000_0000 || left == 0 {
             break ViewStop::Next;
         }
@@ -960,25 +962,39 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
                 // The two writers of most packets, with their space's base
                 // and table as constants.
                 tables::fast_class::SH => store_in_space::<{ space::SH }, { space::SH_SIZE as usize }>(
-                    words,
-                    at,
+                    packet,
                     count,
                     &tables::SH_RUN_SPANS,
                     view.ctx.state,
                 ),
                 tables::fast_class::CONTEXT => store_in_space::<{ space::CONTEXT }, { space::CONTEXT_SIZE as usize }>(
-                    words,
-                    at,
+                    packet,
                     count,
                     &tables::CONTEXT_RUN_SPANS,
                     view.ctx.state,
                 ),
-                tables::fast_class::OTHER_RUN => store_register_packet(words, at, count, &runs[opcode], view.ctx.state),
-                _ => None,
+                tables::fast_class::OTHER_RUN => store_register_packet(packet, count, &runs[opcode], view.ctx.state),
+                _ => {
+                    // No register run: straight to its handler.
+                    view.left = left;
+                    let step = run_handler_packet(words, at, h, view);
+                    left = view.left;
+                    match step {
+                        Ok(next) => {
+                            at = next;
+                            fast = !view.report && !view.skip;
+                            continue;
+                        }
+                        Err((next, stop)) => {
+                            at = next;
+                            break stop;
+                        }
+                    }
+                }
             };
-            if let Some(end) = stored {
+            if let Some(length) = stored {
                 view.by_opcode[opcode] += 1;
-                at = end;
+                at += length;
                 left -= 1;
                 continue;
             }
@@ -1007,26 +1023,26 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
 /// byte, predicate and shader type, may be anything).
 const PAD_HEADER: u32 = 0xC000_0000 | 0x3FFF << 16 | (Opcode::NOP.0 as u32) << 8;
 
-/// The fast path's store: the register writer at `at` in `words` (header
-/// count `count`, not 0x3FFF) with its space's `run`, when it is 1 to 8
+/// The fast path's store: the register writer that `packet` (the view from
+/// its header on) starts (header count `count`, not 0x3FFF) with its
+/// space's `run`, when it is 1 to 8
 /// values (one for uconfig) in one span of equal marks and one register
 /// page, none calling a handler (one compare against the register's
 /// limit, see `tables::RunSpans`), into an allocated page: stores the
-/// values, marks the state groups and returns the packet's end. Anything
+/// values, marks the state groups and returns the packet's length. Anything
 /// else (another opcode, a packet the view does not hold whole, no body,
 /// more values, a handler, an unallocated page) returns `None` having
 /// changed nothing, for [`run_one`] (through `write_run`).
 #[inline(always)]
 fn store_register_packet(
-    words: &[u32],
-    at: usize,
+    packet: &[u32],
     count: usize,
     run: &tables::RegisterRun,
     state: &mut ProcessorState,
 ) -> Option<usize> {
     // The body: the register offset, then `count` values.
-    let end = at + count + 2;
-    let (first, values) = words.get(at + 1..end)?.split_first()?;
+    let length = count + 2;
+    let (first, values) = packet.get(1..length)?.split_first()?;
     let offset = (first & 0xFFFF) as usize;
     let span = *run.spans.get(offset)?;
     let n = values.len();
@@ -1048,21 +1064,20 @@ fn store_register_packet(
         return None;
     }
     state.dirty |= span as u32;
-    Some(end)
+    Some(length)
 }
 
 /// [`store_register_packet`] for a writer of the space at `BASE` whose
 /// run table is `spans`: its checks and store with the space as constants.
 #[inline(always)]
 fn store_in_space<const BASE: u32, const N: usize>(
-    words: &[u32],
-    at: usize,
+    packet: &[u32],
     count: usize,
     spans: &tables::RunSpans<N>,
     state: &mut ProcessorState,
 ) -> Option<usize> {
-    let end = at + count + 2;
-    let (first, values) = words.get(at + 1..end)?.split_first()?;
+    let length = count + 2;
+    let (first, values) = packet.get(1..length)?.split_first()?;
     let offset = (first & 0xFFFF) as usize;
     let span = *spans.get(offset)?;
     let n = values.len();
@@ -1074,7 +1089,7 @@ fn store_in_space<const BASE: u32, const N: usize>(
         return None;
     }
     state.dirty |= span as u32;
-    Some(end)
+    Some(length)
 }
 
 /// Copies 1 to 8 values into as many slots without a loop or a call
@@ -1148,6 +1163,38 @@ fn run_one(words: &[u32], at: usize, h: u32, view: &mut View<'_, '_>) -> Result<
     }
 
     // Everything else runs its handler.
+    run_handler(words, at, end, length, h, view)
+}
+
+/// A packet that calls its handler, at `at` (header `h`, `length` dwords
+/// ending at `end`, held whole by the view): for [`run_view`] when its
+/// fast path knows the opcode has no register run, and for [`run_one`].
+/// Returns like [`run_one`].
+#[inline(never)]
+fn run_handler_packet(words: &[u32], at: usize, h: u32, view: &mut View<'_, '_>) -> Result<usize, (usize, ViewStop)> {
+    let count = (h >> 16) & 0x3FFF;
+    let length = if count == 0x3FFF { 1 } else { count + 2 };
+    let end = at + length as usize;
+    if end > words.len() {
+        return Err((at, ViewStop::Next));
+    }
+    run_handler(words, at, end, length, h, view)
+}
+
+/// The handler call of [`run_one`] and [`run_handler_packet`]: it counts
+/// as a packet run once its handler has run (not when it fails or waits).
+#[inline(always)]
+fn run_handler(
+    words: &[u32],
+    at: usize,
+    end: usize,
+    length: u32,
+    h: u32,
+    view: &mut View<'_, '_>,
+) -> Result<usize, (usize, ViewStop)> {
+    let opcode = (h >> 8) as u8;
+    let entry = usize::from(opcode);
+    let (buffer, size, offset) = (view.buffer, view.size, view.offset);
     view.left -= 1;
     view.settle(view.left);
     *view.packets -= 1;
@@ -1159,11 +1206,11 @@ fn run_one(words: &[u32], at: usize, h: u32, view: &mut View<'_, '_>) -> Result<
     ctx.location.buffer_size_dw = size;
     ctx.location.offset_dw = offset_dw;
     ctx.opcode = Opcode(opcode);
-    let packet = Packet {
-        header: Header(h),
-        body: words.get(at + 1..end).unwrap_or(&[]),
-        location: PacketLocation { buffer, buffer_size_dw: size, offset_dw },
-    };
+    let mut packet =
+        Packet { header: Header(h), body: words.get(at + 1..end).unwrap_or(&[]), location: PacketLocation::default() };
+    packet.location.buffer = buffer;
+    packet.location.buffer_size_dw = size;
+    packet.location.offset_dw = offset_dw;
     // Advance before running: a call (INDIRECT_BUFFER) returns past it.
     set_offset(ctx.exec, view.depth, offset_dw + length);
     ctx.memory.begin_packet();
