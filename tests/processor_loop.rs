@@ -377,3 +377,69 @@ fn busy_processor_refuses_a_second_submission() {
     assert!(matches!(h.run(&cmd), Ok(ProcessStatus::Suspended(_))));
     assert_eq!(h.processor.submit(0x1000, 1), Err(Pm4Error::Busy));
 }
+
+/// A backend that keeps what each draw saw: its instance count and the
+/// state groups changed since the previous draw.
+#[derive(Default)]
+struct DrawStates(Vec<(u32, u32)>);
+
+impl pm4core::backend::Backend for DrawStates {
+    fn draw(&mut self, draw: &pm4core::backend::Draw<'_>) {
+        self.0.push((draw.instance_count, draw.changed));
+    }
+}
+
+/// Runs `cmd` on a fresh processor and returns what the draws saw, with the
+/// processor (for its registers and counts).
+fn draw_states(cmd: &Cmd, config: ProcessorConfig) -> (Vec<(u32, u32)>, pm4core::processor::Processor) {
+    let memory = pm4core::memory::SparseMemory::new();
+    memory.map_dwords(0x1000, cmd.dwords()).unwrap();
+    let mut processor = pm4core::processor::Processor::with_config(QueueId::GRAPHICS, config);
+    let mut backend = DrawStates::default();
+    let mut shaders = pm4core::shader::ShaderRegistry::default();
+    processor.submit(0x1000, cmd.len()).unwrap();
+    let mut env = pm4core::processor::Env { memory: &memory, backend: &mut backend, shaders: &mut shaders };
+    assert_eq!(processor.process(&mut env), Ok(ProcessStatus::Completed));
+    (backend.0, processor)
+}
+
+#[test]
+fn the_fast_path_has_the_effects_of_the_handlers() {
+    // Register writers of the three spaces, pads and NUM_INSTANCES, each
+    // written twice (the first write of a register page goes the general
+    // way, the second the loop's fast path) with draws between them. With
+    // `report_packets` every packet goes the general way (write_run and
+    // the handlers): the draws, registers and counts must be the same.
+    use pm4core::processor::state_group;
+    let mut cmd = Cmd::new();
+    for i in 1..=2u32 {
+        cmd = cmd
+            .set_sh(r::SPI_SHADER_USER_DATA_GS_0, &[i, 2 * i, 3 * i])
+            .set_context(r::DB_RENDER_CONTROL, &[i])
+            .set_uconfig(r::VGT_PRIMITIVE_TYPE, &[4 + i])
+            .raw(&[NOP_PAD])
+            .pkt3(Opcode::NUM_INSTANCES, &[10 * i])
+            .pkt3(Opcode::DRAW_INDEX_AUTO, &[3, 2]);
+    }
+    let (fast, fast_processor) = draw_states(&cmd, ProcessorConfig::default());
+    let (general, general_processor) =
+        draw_states(&cmd, ProcessorConfig { report_packets: true, ..ProcessorConfig::default() });
+    assert_eq!(fast, general);
+    assert_eq!(fast.len(), 2);
+    for (i, &(instances, changed)) in fast.iter().enumerate() {
+        assert_eq!(instances, 10 * (i as u32 + 1));
+        assert_ne!(changed & state_group::INSTANCES, 0, "draw {i}: {changed:#x}");
+    }
+    for p in [&fast_processor, &general_processor] {
+        assert_eq!(p.register(r::SPI_SHADER_USER_DATA_GS_2), 6);
+        assert_eq!(p.register(r::DB_RENDER_CONTROL), 2);
+        assert_eq!(p.register(r::VGT_PRIMITIVE_TYPE), 6);
+        assert_eq!(p.global().uconfig(r::VGT_PRIMITIVE_TYPE), 6);
+        assert_eq!(p.register(r::VGT_NUM_INSTANCES), 20);
+        assert_eq!(p.global().uconfig(r::VGT_NUM_INSTANCES), 20);
+        assert_eq!(p.stats().opcode_count(Opcode::NUM_INSTANCES), 2);
+        assert_eq!(p.stats().opcode_count(Opcode::NOP), 2);
+        assert_eq!(p.stats().packets, 12);
+        assert_eq!(p.stats().dwords, u64::from(cmd.len()));
+    }
+}

@@ -26,6 +26,7 @@ use crate::backend::{Backend, ProgramBinding, QueueId, UnknownPacket};
 use crate::memory::GuestMemory;
 use crate::packet::reader::{self, FrameError, FrameErrorKind};
 use crate::packet::{Header, Opcode, Packet, PacketLocation, PacketType};
+use crate::regs::gfx103 as r;
 use crate::regs::{space, RegisterFile};
 use crate::shader::ShaderRegistry;
 use context::{Ctx, Flow, WatchedMemory};
@@ -973,6 +974,16 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
                     &tables::CONTEXT_RUN_SPANS,
                     view.ctx.state,
                 ),
+                tables::fast_class::UCONFIG => store_uconfig(packet, count, view.ctx.state),
+                // NUM_INSTANCES with its one body dword, as its handler
+                // (`handlers::draw::num_instances`) writes it.
+                tables::fast_class::NUM_INSTANCES => match packet.get(1) {
+                    Some(&instances) if count == 0 => {
+                        const OFFSET: u32 = r::VGT_NUM_INSTANCES - space::UCONFIG;
+                        store_uconfig_value(view.ctx.state, OFFSET, instances).then_some(2)
+                    }
+                    _ => None,
+                },
                 tables::fast_class::OTHER_RUN => store_register_packet(packet, count, &runs[opcode], view.ctx.state),
                 _ => {
                     // No register run: straight to its handler.
@@ -1090,6 +1101,36 @@ fn store_in_space<const BASE: u32, const N: usize>(
     }
     state.dirty |= span as u32;
     Some(length)
+}
+
+/// [`store_register_packet`] for SET_UCONFIG_REG and its _INDEX form: one
+/// value (the fast path's limit for the space), stored in the GPU-wide
+/// file's allocated page and then in the queue's own copy.
+#[inline(always)]
+fn store_uconfig(packet: &[u32], count: usize, state: &mut ProcessorState) -> Option<usize> {
+    let [first, value] = *packet.get(1..3)?.first_chunk::<2>()?;
+    (count == 1 && store_uconfig_value(state, first & 0xFFFF, value)).then_some(3)
+}
+
+/// The store of [`store_uconfig`]: the uconfig register at `offset` (from
+/// 0xC000) unless its write calls a handler or its page is not allocated
+/// (false, having changed nothing).
+#[inline(always)]
+fn store_uconfig_value(state: &mut ProcessorState, offset: u32, value: u32) -> bool {
+    let Some(&span) = tables::UCONFIG_RUN_SPANS.get(offset as usize) else { return false };
+    if (span >> 32) as u32 == 0 {
+        return false;
+    }
+    let register = space::UCONFIG + offset;
+    let Some(slot) = state.regs.allocated_range_mut(register, 1).and_then(|slots| slots.first_mut()) else {
+        return false;
+    };
+    if !state.global.set_uconfig_allocated(register, value) {
+        return false;
+    }
+    *slot = value;
+    state.dirty |= span as u32;
+    true
 }
 
 /// Copies 1 to 8 values into as many slots without a loop or a call

@@ -268,6 +268,11 @@ pub(crate) mod fast_class {
     pub const CONTEXT: u8 = 2;
     /// Another register writer: a register run in its space's [`super::RegisterRun`].
     pub const OTHER_RUN: u8 = 3;
+    /// SET_UCONFIG_REG and SET_UCONFIG_REG_INDEX: one GPU-wide register.
+    pub const UCONFIG: u8 = 4;
+    /// NUM_INSTANCES: its handler's whole effect is one write of
+    /// VGT_NUM_INSTANCES, which the fast path makes like a SET_UCONFIG_REG.
+    pub const NUM_INSTANCES: u8 = 5;
 }
 
 /// Opcode → [`fast_class`]: one byte load picks the fast path's case.
@@ -279,11 +284,13 @@ const fn fast_classes(runs: &[RegisterRun; 256]) -> [u8; 256] {
             t[i] = match runs[i].base {
                 space::SH if i == Opcode::SET_SH_REG.0 as usize => fast_class::SH,
                 space::CONTEXT if i == Opcode::SET_CONTEXT_REG.0 as usize => fast_class::CONTEXT,
+                space::UCONFIG => fast_class::UCONFIG,
                 _ => fast_class::OTHER_RUN,
             };
         }
         i += 1;
     }
+    t[Opcode::NUM_INSTANCES.0 as usize] = fast_class::NUM_INSTANCES;
     t
 }
 
@@ -561,7 +568,8 @@ pub(crate) static SH_RUN_SPANS: RunSpans<{ space::SH_SIZE as usize }> =
 pub(crate) static CONTEXT_RUN_SPANS: RunSpans<{ space::CONTEXT_SIZE as usize }> =
     run_spans_of(&marks_of(&context_table()), RUN_MAX_VALUES);
 /// Uconfig registers are GPU-wide: the fast path stores one value.
-static UCONFIG_RUN_SPANS: RunSpans<{ space::UCONFIG_SIZE as usize }> = run_spans_of(&marks_of(&uconfig_table()), 1);
+pub(crate) static UCONFIG_RUN_SPANS: RunSpans<{ space::UCONFIG_SIZE as usize }> =
+    run_spans_of(&marks_of(&uconfig_table()), 1);
 
 /// The OR of the action words (see [`CALLS_HANDLER`]) of `count`
 /// consecutive registers from `first` (absolute), clamped to the space
