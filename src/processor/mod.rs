@@ -959,49 +959,54 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
             }
             let count = ((h >> 16) & 0x3FFF) as usize;
             let opcode = ((h >> 8) & 0xFF) as usize;
-            let stored = match classes[opcode] {
+            // One bit per case, tested in turn (see `tables::fast_class`).
+            let class = classes[opcode];
+            let stored = if class & tables::fast_class::SH != 0 {
                 // The two writers of most packets, with their space's base
                 // and table as constants.
-                tables::fast_class::SH => store_in_space::<{ space::SH }, { space::SH_SIZE as usize }>(
+                store_in_space::<{ space::SH }, { space::SH_SIZE as usize }>(
                     packet,
                     count,
                     &tables::SH_RUN_SPANS,
                     view.ctx.state,
-                ),
-                tables::fast_class::CONTEXT => store_in_space::<{ space::CONTEXT }, { space::CONTEXT_SIZE as usize }>(
+                )
+            } else if class == tables::fast_class::NONE {
+                // No register run: straight to its handler.
+                view.left = left;
+                let step = run_handler_packet(words, at, h, view);
+                left = view.left;
+                match step {
+                    Ok(next) => {
+                        at = next;
+                        fast = !view.report && !view.skip;
+                        continue;
+                    }
+                    Err((next, stop)) => {
+                        at = next;
+                        break stop;
+                    }
+                }
+            } else if class & tables::fast_class::CONTEXT != 0 {
+                store_in_space::<{ space::CONTEXT }, { space::CONTEXT_SIZE as usize }>(
                     packet,
                     count,
                     &tables::CONTEXT_RUN_SPANS,
                     view.ctx.state,
-                ),
-                tables::fast_class::UCONFIG => store_uconfig(packet, count, view.ctx.state),
+                )
+            } else if class & tables::fast_class::UCONFIG != 0 {
+                store_uconfig(packet, count, view.ctx.state)
+            } else if class & tables::fast_class::NUM_INSTANCES != 0 {
                 // NUM_INSTANCES with its one body dword, as its handler
                 // (`handlers::draw::num_instances`) writes it.
-                tables::fast_class::NUM_INSTANCES => match packet.get(1) {
+                match packet.get(1) {
                     Some(&instances) if count == 0 => {
                         const OFFSET: u32 = r::VGT_NUM_INSTANCES - space::UCONFIG;
                         store_uconfig_value(view.ctx.state, OFFSET, instances).then_some(2)
                     }
                     _ => None,
-                },
-                tables::fast_class::OTHER_RUN => store_register_packet(packet, count, &runs[opcode], view.ctx.state),
-                _ => {
-                    // No register run: straight to its handler.
-                    view.left = left;
-                    let step = run_handler_packet(words, at, h, view);
-                    left = view.left;
-                    match step {
-                        Ok(next) => {
-                            at = next;
-                            fast = !view.report && !view.skip;
-                            continue;
-                        }
-                        Err((next, stop)) => {
-                            at = next;
-                            break stop;
-                        }
-                    }
                 }
+            } else {
+                store_register_packet(packet, count, &runs[opcode], view.ctx.state)
             };
             if let Some(length) = stored {
                 view.by_opcode[opcode] += 1;

@@ -257,7 +257,10 @@ const fn register_runs(entries: [OpcodeEntry; 256]) -> [RegisterRun; 256] {
 }
 
 /// What the loop's fast path does with a packet, by opcode (see
-/// [`fast_classes`]).
+/// [`fast_classes`]): one bit per case, tested one after the other, a
+/// chain of conditional branches that the branch predictor follows through
+/// a stream's pattern of opcodes, where a `match` on small numbers
+/// compiles to an indirect jump it mispredicts.
 pub(crate) mod fast_class {
     /// Nothing: the packet goes the general way (the loop takes a
     /// one-dword NOP pad before it looks here).
@@ -266,13 +269,13 @@ pub(crate) mod fast_class {
     pub const SH: u8 = 1;
     /// SET_CONTEXT_REG: a register run in the context space.
     pub const CONTEXT: u8 = 2;
-    /// Another register writer: a register run in its space's [`super::RegisterRun`].
-    pub const OTHER_RUN: u8 = 3;
     /// SET_UCONFIG_REG and SET_UCONFIG_REG_INDEX: one GPU-wide register.
     pub const UCONFIG: u8 = 4;
     /// NUM_INSTANCES: its handler's whole effect is one write of
     /// VGT_NUM_INSTANCES, which the fast path makes like a SET_UCONFIG_REG.
-    pub const NUM_INSTANCES: u8 = 5;
+    pub const NUM_INSTANCES: u8 = 8;
+    /// Another register writer: a register run in its space's [`super::RegisterRun`].
+    pub const OTHER_RUN: u8 = 16;
 }
 
 /// Opcode → [`fast_class`]: one byte load picks the fast path's case.
