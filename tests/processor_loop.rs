@@ -419,15 +419,18 @@ fn the_fast_path_has_the_effects_of_the_handlers() {
             .set_uconfig(r::VGT_PRIMITIVE_TYPE, &[4 + i])
             .raw(&[NOP_PAD])
             .pkt3(Opcode::NUM_INSTANCES, &[10 * i])
-            .pkt3(Opcode::DRAW_INDEX_AUTO, &[3, 2]);
+            .pkt3(Opcode::DRAW_INDEX_AUTO, &[3, 2])
+            .pkt3(Opcode::INDEX_TYPE, &[1])
+            .pkt3(Opcode::INDEX_BASE, &[0xB000 * i, 0])
+            .pkt3(Opcode::DRAW_INDEX_2, &[100, 0xA000, 0, 6, 0]);
     }
     let (fast, fast_processor) = draw_states(&cmd, ProcessorConfig::default());
     let (general, general_processor) =
         draw_states(&cmd, ProcessorConfig { report_packets: true, ..ProcessorConfig::default() });
     assert_eq!(fast, general);
-    assert_eq!(fast.len(), 2);
-    for (i, &(instances, changed)) in fast.iter().enumerate() {
-        assert_eq!(instances, 10 * (i as u32 + 1));
+    assert_eq!(fast.len(), 4);
+    for (i, &(instances, changed)) in fast.iter().enumerate().step_by(2) {
+        assert_eq!(instances, 10 * (i as u32 / 2 + 1));
         assert_ne!(changed & state_group::INSTANCES, 0, "draw {i}: {changed:#x}");
     }
     for p in [&fast_processor, &general_processor] {
@@ -439,7 +442,35 @@ fn the_fast_path_has_the_effects_of_the_handlers() {
         assert_eq!(p.global().uconfig(r::VGT_NUM_INSTANCES), 20);
         assert_eq!(p.stats().opcode_count(Opcode::NUM_INSTANCES), 2);
         assert_eq!(p.stats().opcode_count(Opcode::NOP), 2);
-        assert_eq!(p.stats().packets, 12);
+        assert_eq!(p.stats().opcode_count(Opcode::DRAW_INDEX_2), 2);
+        assert_eq!(p.register(r::VGT_DMA_BASE), 0xA000);
+        assert_eq!(p.register(r::VGT_INDEX_TYPE), 1);
+        assert_eq!(p.stats().draws, 4);
+        assert_eq!(p.stats().packets, 18);
         assert_eq!(p.stats().dwords, u64::from(cmd.len()));
     }
+}
+
+#[test]
+fn a_failing_handler_is_counted_alike_on_the_fast_path_and_the_general_one() {
+    // A draw, then a DRAW_INDEX_2 whose body is too short: the submission
+    // fails at the second packet on both paths, with the same counts.
+    let cmd = Cmd::new().pkt3(Opcode::DRAW_INDEX_AUTO, &[3, 2]).pkt3(Opcode::DRAW_INDEX_2, &[100, 0xA000]);
+    let mut results = Vec::new();
+    for report_packets in [false, true] {
+        let memory = pm4core::memory::SparseMemory::new();
+        memory.map_dwords(0x1000, cmd.dwords()).unwrap();
+        let config = ProcessorConfig { report_packets, ..ProcessorConfig::default() };
+        let mut processor = pm4core::processor::Processor::with_config(QueueId::GRAPHICS, config);
+        let mut shaders = pm4core::shader::ShaderRegistry::default();
+        processor.submit(0x1000, cmd.len()).unwrap();
+        let mut backend = DrawStates::default();
+        let mut env = pm4core::processor::Env { memory: &memory, backend: &mut backend, shaders: &mut shaders };
+        let err = processor.process(&mut env).unwrap_err();
+        assert!(matches!(err, Pm4Error::MalformedPacket { location, .. } if location.offset_dw == 3), "{err}");
+        let stats = processor.stats();
+        results.push((backend.0.len(), stats.packets, stats.draws, stats.opcode_count(Opcode::DRAW_INDEX_2)));
+    }
+    assert_eq!(results[0], results[1]);
+    assert_eq!(results[0], (1, 1, 1, 0));
 }

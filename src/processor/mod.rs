@@ -970,10 +970,14 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
                     &tables::SH_RUN_SPANS,
                     view.ctx.state,
                 )
-            } else if class == tables::fast_class::NONE {
+            } else if class & (tables::fast_class::PLAIN_HANDLER | tables::fast_class::NONE) == class {
                 // No register run: straight to its handler.
                 view.left = left;
-                let step = run_handler_packet(words, at, h, view);
+                let step = if class == tables::fast_class::NONE {
+                    run_handler_packet::<false>(words, at, h, view)
+                } else {
+                    run_handler_packet::<true>(words, at, h, view)
+                };
                 left = view.left;
                 match step {
                     Ok(next) => {
@@ -1209,28 +1213,39 @@ fn run_one(words: &[u32], at: usize, h: u32, view: &mut View<'_, '_>) -> Result<
     }
 
     // Everything else runs its handler.
-    run_handler(words, at, end, length, h, view)
+    run_handler::<false>(words, at, end, length, h, view)
 }
 
-/// A packet that calls its handler, at `at` (header `h`, `length` dwords
-/// ending at `end`, held whole by the view): for [`run_view`] when its
-/// fast path knows the opcode has no register run, and for [`run_one`].
-/// Returns like [`run_one`].
+/// A packet that calls its handler, at `at` (header `h`, held whole by
+/// the view or not): for [`run_view`] when its fast path knows the opcode
+/// has no register run. `PLAIN` for an opcode whose handler is plain (see
+/// `tables::fast_class::PLAIN_HANDLER`). Returns like [`run_one`].
 #[inline(never)]
-fn run_handler_packet(words: &[u32], at: usize, h: u32, view: &mut View<'_, '_>) -> Result<usize, (usize, ViewStop)> {
+fn run_handler_packet<const PLAIN: bool>(
+    words: &[u32],
+    at: usize,
+    h: u32,
+    view: &mut View<'_, '_>,
+) -> Result<usize, (usize, ViewStop)> {
     let count = (h >> 16) & 0x3FFF;
     let length = if count == 0x3FFF { 1 } else { count + 2 };
     let end = at + length as usize;
     if end > words.len() {
         return Err((at, ViewStop::Next));
     }
-    run_handler(words, at, end, length, h, view)
+    run_handler::<PLAIN>(words, at, end, length, h, view)
 }
 
 /// The handler call of [`run_one`] and [`run_handler_packet`]: it counts
 /// as a packet run once its handler has run (not when it fails or waits).
+///
+/// The counts are settled before the call (the handler sees the work
+/// budget it used), except for a plain handler (`PLAIN`), which reads none
+/// of them: its packet is counted like a fast-path packet when it went on
+/// in the view as it always does, and the counts are settled after the
+/// call, as they would have been before it, when it did anything else.
 #[inline(always)]
-fn run_handler(
+fn run_handler<const PLAIN: bool>(
     words: &[u32],
     at: usize,
     end: usize,
@@ -1242,8 +1257,10 @@ fn run_handler(
     let entry = usize::from(opcode);
     let (buffer, size, offset) = (view.buffer, view.size, view.offset);
     view.left -= 1;
-    view.settle(view.left);
-    *view.packets -= 1;
+    if !PLAIN {
+        view.settle(view.left);
+        *view.packets -= 1;
+    }
     let ctx = &mut view.ctx;
     // The location field by field, from locals (a copy of a struct just
     // stored field by field is slow), in the context and in the packet.
@@ -1262,11 +1279,23 @@ fn run_handler(
     ctx.memory.begin_packet();
     let moves = ctx.exec.moves();
     let charged = ctx.exec.packets;
-    let flow = match view.handlers[entry](ctx, &packet) {
+    let result = view.handlers[entry](ctx, &packet);
+    let stale = ctx.memory.touched_window();
+    if PLAIN {
+        // What a plain handler does: it went on in this view.
+        if matches!(result, Ok(Flow::Continue)) && !stale && ctx.exec.moves() == moves {
+            view.by_opcode[entry] += 1;
+            return Ok(end);
+        }
+        // Anything else: the counts as the general way settles them.
+        view.settle(view.left);
+        *view.packets -= 1;
+    }
+    let ctx = &mut view.ctx;
+    let flow = match result {
         Ok(flow) => flow,
         Err(e) => return Err((at, ViewStop::Failed(e))),
     };
-    let stale = ctx.memory.touched_window();
     if let Flow::Suspend = flow {
         // Re-executed on resume: put the cursor back on the packet, and do
         // not charge the work budget for the attempt (a long wait must not
@@ -1299,7 +1328,7 @@ fn run_handler(
     // The slice's budget and the work budget went down together since the
     // view began, so the packets left stay right unless the handler
     // charged sub-packets of its own (a multi-draw).
-    if ctx.exec.packets != charged {
+    if PLAIN || ctx.exec.packets != charged {
         view.left = (*view.budget).min(view.work_budget.saturating_sub(ctx.exec.packets));
         view.settled = view.left;
     }

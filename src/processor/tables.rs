@@ -276,11 +276,40 @@ pub(crate) mod fast_class {
     pub const NUM_INSTANCES: u8 = 8;
     /// Another register writer: a register run in its space's [`super::RegisterRun`].
     pub const OTHER_RUN: u8 = 16;
+    /// A packet whose handler is plain (see [`super::PLAIN_HANDLERS`]).
+    pub const PLAIN_HANDLER: u8 = 32;
 }
 
-/// Opcode → [`fast_class`]: one byte load picks the fast path's case.
-const fn fast_classes(runs: &[RegisterRun; 256]) -> [u8; 256] {
+/// Opcodes whose handler is plain: it never suspends, moves the cursor or
+/// changes the IB stack, changes predication, runs the constant engine,
+/// charges packets of its own or reads the counts of packets run, so the
+/// loop runs it without settling those counts first (it settles them when
+/// the handler fails or does any of these after all). Direct draws,
+/// direct dispatches and the index-buffer state packets.
+pub(crate) const PLAIN_HANDLERS: [Opcode; 7] = [
+    Opcode::DRAW_INDEX_AUTO,
+    Opcode::DRAW_INDEX_2,
+    Opcode::DRAW_INDEX_OFFSET_2,
+    Opcode::DISPATCH_DIRECT,
+    Opcode::INDEX_BASE,
+    Opcode::INDEX_TYPE,
+    Opcode::INDEX_BUFFER_SIZE,
+];
+
+/// Opcode → [`fast_class`]: one byte load picks the fast path's case
+/// (`entries` says which opcodes run a handler on the queue: a plain
+/// handler's opcode that is graphics-only on compute queues is not plain
+/// there).
+const fn fast_classes(runs: &[RegisterRun; 256], entries: &[OpcodeEntry; 256]) -> [u8; 256] {
     let mut t = [fast_class::NONE; 256];
+    let mut k = 0;
+    while k < PLAIN_HANDLERS.len() {
+        let i = PLAIN_HANDLERS[k].0 as usize;
+        if matches!(entries[i], OpcodeEntry::Handler(_)) {
+            t[i] = fast_class::PLAIN_HANDLER;
+        }
+        k += 1;
+    }
     let mut i = 0;
     while i < 256 {
         if runs[i].size != 0 {
@@ -301,10 +330,10 @@ const fn fast_classes(runs: &[RegisterRun; 256]) -> [u8; 256] {
 pub(crate) static REGISTER_RUNS: [RegisterRun; 256] = register_runs(opcode_table());
 
 /// [`fast_class`] by opcode on the graphics queue.
-pub(crate) static FAST_CLASSES: [u8; 256] = fast_classes(&REGISTER_RUNS);
+pub(crate) static FAST_CLASSES: [u8; 256] = fast_classes(&REGISTER_RUNS, &opcode_table());
 
 /// [`fast_class`] by opcode on compute queues.
-pub(crate) static COMPUTE_FAST_CLASSES: [u8; 256] = fast_classes(&COMPUTE_REGISTER_RUNS);
+pub(crate) static COMPUTE_FAST_CLASSES: [u8; 256] = fast_classes(&COMPUTE_REGISTER_RUNS, &compute_opcode_table());
 
 /// The same for compute queues: graphics-only register writers have none.
 pub(crate) static COMPUTE_REGISTER_RUNS: [RegisterRun; 256] = register_runs(compute_opcode_table());
