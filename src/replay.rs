@@ -512,24 +512,10 @@ impl Forward for ReplayBackend {
     /// formatted: one final "truncated at N events" line says so. Without
     /// a log the call is dropped (a sample event then writes the default
     /// record).
+    #[inline]
     fn forward<R>(&mut self, queue: QueueId, call: impl FnOnce(&mut RecordingBackend) -> R) -> Option<R> {
-        let (Some(log), Some(records)) = (&mut self.log, &mut self.records) else { return None };
-        if !records.accepts() {
-            return None;
-        }
-        let result = call(log);
-        let index = self.packets.get(queue.0 as usize).copied().unwrap_or(0);
-        for mut line in log.lines.drain(..) {
-            if let Some(space) = line.find(' ') {
-                line.insert_str(space, &format!(" #{index}"));
-            }
-            if !records.record_line(line, |n| format!("truncated at {n} events")) {
-                break;
-            }
-        }
-        log.lines.clear();
-        log.unknown.clear();
-        Some(result)
+        self.log.as_ref()?;
+        self.forward_logged(queue, call)
     }
 
     #[inline]
@@ -549,6 +535,29 @@ impl Forward for ReplayBackend {
 }
 
 impl ReplayBackend {
+    /// [`Forward::forward`] with a log: out of line, so that the call
+    /// without one (the replay's usual case, once per draw) stays small.
+    #[inline(never)]
+    fn forward_logged<R>(&mut self, queue: QueueId, call: impl FnOnce(&mut RecordingBackend) -> R) -> Option<R> {
+        let (Some(log), Some(records)) = (&mut self.log, &mut self.records) else { return None };
+        if !records.accepts() {
+            return None;
+        }
+        let result = call(log);
+        let index = self.packets.get(queue.0 as usize).copied().unwrap_or(0);
+        for mut line in log.lines.drain(..) {
+            if let Some(space) = line.find(' ') {
+                line.insert_str(space, &format!(" #{index}"));
+            }
+            if !records.record_line(line, |n| format!("truncated at {n} events")) {
+                break;
+            }
+        }
+        log.lines.clear();
+        log.unknown.clear();
+        Some(result)
+    }
+
     /// Records the programs a draw binds.
     #[inline(never)]
     fn bind_draw(&mut self, d: &crate::backend::Draw<'_>) {
