@@ -32,13 +32,18 @@ pub(crate) struct PrefetchWindow {
     len: usize,
     /// Dwords the next refill reads (when the buffer has that many left).
     fill: usize,
+    /// The end address of the last buffer the memory would not lend: its
+    /// refills copy at once (memory that lends nothing, or a buffer in
+    /// written pages, is not asked again for every slice). Only which of
+    /// the two ways a refill takes depends on it, never what it reads.
+    copied_end: u64,
 }
 
 impl PrefetchWindow {
     /// An empty window; it grows (once, up to the longest packet) as
     /// refills need room.
     pub(crate) fn new() -> Self {
-        Self { words: Vec::new(), lent: None, base: 0, len: 0, fill: FIRST_FILL_DW }
+        Self { words: Vec::new(), lent: None, base: 0, len: 0, fill: FIRST_FILL_DW, copied_end: 0 }
     }
 
     /// Forgets the window's contents.
@@ -126,12 +131,16 @@ impl PrefetchWindow {
         self.lent = None;
         // Lent dwords cost no copy: as many as the memory lends, up to the
         // end of the buffer.
-        if let Some(lent) = memory.lend_dwords(address, remaining) {
-            if lent.len() >= need {
-                self.base = address;
-                self.len = lent.len();
-                self.lent = Some(lent);
-                return Ok(());
+        let end = address.wrapping_add(remaining as u64 * 4);
+        if end != self.copied_end {
+            match memory.lend_dwords(address, remaining) {
+                Some(lent) if lent.len() >= need => {
+                    self.base = address;
+                    self.len = lent.len();
+                    self.lent = Some(lent);
+                    return Ok(());
+                }
+                _ => self.copied_end = end,
             }
         }
         // `need` (one packet) never exceeds `remaining` or the capacity.
