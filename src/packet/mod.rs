@@ -94,6 +94,18 @@ impl Header {
         self.0 & 0xFFFF
     }
 
+    /// The length in dwords, header included, of a type-3 packet with this
+    /// header: COUNT + 2, or one dword for COUNT = 0x3FFF (the processor's
+    /// view loop frames with it once it knows the type).
+    #[inline]
+    pub(crate) const fn type3_length_dw(self) -> u32 {
+        if self.count() == COUNT_ONE_DWORD {
+            1
+        } else {
+            self.count() + 2
+        }
+    }
+
     /// Total packet length in dwords including the header, or `None` for a
     /// type-1 header. Type 2 and the COUNT = 0x3FFF type-3 form are one dword.
     #[inline]
@@ -101,11 +113,7 @@ impl Header {
         // Tested by likelihood (type 3 first) rather than matched: streams
         // are almost all type 3, and a jump table on the type costs more.
         if self.0 >= 0xC000_0000 {
-            if self.count() == COUNT_ONE_DWORD {
-                Some(1)
-            } else {
-                Some(self.count() + 2)
-            }
+            Some(self.type3_length_dw())
         } else if self.0 < 0x4000_0000 {
             Some(self.count() + 2)
         } else if self.0 >= 0x8000_0000 {

@@ -1184,8 +1184,7 @@ fn run_one(words: &[u32], at: usize, h: u32, view: &mut View<'_, '_>) -> Result<
         return Err((at, ViewStop::Next));
     }
     // Type 3: the reader's framing rule, against the view.
-    let count = (h >> 16) & 0x3FFF;
-    let length = if count == 0x3FFF { 1 } else { count + 2 };
+    let length = Header(h).type3_length_dw();
     let end = at + length as usize;
     if end > words.len() {
         return Err((at, ViewStop::Next));
@@ -1227,8 +1226,8 @@ fn run_handler_packet<const PLAIN: bool>(
     h: u32,
     view: &mut View<'_, '_>,
 ) -> Result<usize, (usize, ViewStop)> {
-    let count = (h >> 16) & 0x3FFF;
-    let length = if count == 0x3FFF { 1 } else { count + 2 };
+    // Type 3: the reader's framing rule, against the view.
+    let length = Header(h).type3_length_dw();
     let end = at + length as usize;
     if end > words.len() {
         return Err((at, ViewStop::Next));
