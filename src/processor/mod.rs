@@ -719,9 +719,9 @@ fn run_stream(
 /// straight from the view while it holds them whole: register writers and
 /// one-dword pads are stored inline, everything else calls its handler.
 /// The cursor offset is kept in a local and written back before a handler
-/// runs (handlers see an up-to-date IB stack); the inner loop leaves for
-/// the middle one whenever a handler moved the cursor, changed the stack
-/// or wrote the dwords the window holds.
+/// runs (handlers see an up-to-date IB stack); the inner loop ([`run_view`])
+/// leaves for the middle one whenever a handler moved the cursor, changed
+/// the stack or wrote the dwords the window holds.
 fn run_packets(
     engine: Engine,
     exec: &mut Pm4Execution,
@@ -926,14 +926,18 @@ impl View<'_, '_> {
 
 /// The inner loop of [`run_packets`]: walks type-3 packets straight from
 /// `words` (a view of the window, its first packet held whole and within
-/// both budgets) while it holds them whole. Plain register writers of 1 to
-/// 8 values that only store and mark state groups, and one-dword NOP pads,
-/// are run right here (see [`store_register_packet`]); every other packet
-/// goes through [`run_one`], out of line. This loop calls nothing else, so
-/// its few variables stay in registers. Not on the fast path while
-/// predication skips (a predicated packet must then be skipped, by the
-/// caller) or for a backend that sees every packet. Returns the dwords
-/// walked and why it stopped, with the packets run settled.
+/// both budgets) while it holds them whole. Its fast path, picked by
+/// opcode from `tables::FAST_CLASSES`: one-dword NOP pads, plain register
+/// writers of 1 to 8 values that only store and mark state groups (see
+/// [`store_register_packet`]) and NUM_INSTANCES are run right here, and a
+/// packet with no register run goes straight to its handler
+/// ([`run_handler_packet`]); everything else (a writer the fast path
+/// leaves, a packet the view does not hold whole) goes through
+/// [`run_one`]. The fast path's stores call nothing, so the loop's few
+/// variables stay in registers. No fast path while predication skips (a
+/// predicated packet must then be skipped, by the caller) or for a
+/// backend that sees every packet. Returns the dwords walked and why it
+/// stopped, with the packets run settled.
 #[inline(never)]
 fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
     let runs = view.runs;
