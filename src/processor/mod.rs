@@ -929,7 +929,7 @@ impl View<'_, '_> {
 /// both budgets) while it holds them whole. Its fast path, picked by
 /// opcode from `tables::FAST_CLASSES`: one-dword NOP pads, plain register
 /// writers of 1 to 8 values that only store and mark state groups (see
-/// [`store_register_packet`]) and NUM_INSTANCES are run right here, and a
+/// [`store_register_run`]) and NUM_INSTANCES are run right here, and a
 /// packet with no register run goes straight to its handler
 /// ([`run_handler_packet`]); everything else (a writer the fast path
 /// leaves, a packet the view does not hold whole) goes through
@@ -968,12 +968,7 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
             let stored = if class & tables::fast_class::SH != 0 {
                 // The two writers of most packets, with their space's base
                 // and table as constants.
-                store_in_space::<{ space::SH }, { space::SH_SIZE as usize }>(
-                    packet,
-                    count,
-                    &tables::SH_RUN_SPANS,
-                    view.ctx.state,
-                )
+                store_register_run(packet, count, space::SH, &tables::SH_RUN_SPANS, view.ctx.state)
             } else if class & (tables::fast_class::PLAIN_HANDLER | tables::fast_class::NONE) == class {
                 // No register run: straight to its handler.
                 view.left = left;
@@ -995,12 +990,7 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
                     }
                 }
             } else if class & tables::fast_class::CONTEXT != 0 {
-                store_in_space::<{ space::CONTEXT }, { space::CONTEXT_SIZE as usize }>(
-                    packet,
-                    count,
-                    &tables::CONTEXT_RUN_SPANS,
-                    view.ctx.state,
-                )
+                store_register_run(packet, count, space::CONTEXT, &tables::CONTEXT_RUN_SPANS, view.ctx.state)
             } else if class & tables::fast_class::UCONFIG != 0 {
                 store_uconfig(packet, count, view.ctx.state)
             } else if class & tables::fast_class::NUM_INSTANCES != 0 {
@@ -1014,7 +1004,8 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
                     _ => None,
                 }
             } else {
-                store_register_packet(packet, count, &runs[opcode], view.ctx.state)
+                let run = &runs[opcode];
+                store_register_run(packet, count, run.base, run.spans, view.ctx.state)
             };
             if let Some(length) = stored {
                 view.by_opcode[opcode] += 1;
@@ -1048,58 +1039,27 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
 const PAD_HEADER: u32 = 0xC000_0000 | 0x3FFF << 16 | (Opcode::NOP.0 as u32) << 8;
 
 /// The fast path's store: the register writer that `packet` (the view from
-/// its header on) starts (header count `count`, not 0x3FFF) with its
-/// space's `run`, when it is 1 to 8
-/// values (one for uconfig) in one span of equal marks and one register
-/// page, none calling a handler (one compare against the register's
-/// limit, see `tables::RunSpans`), into an allocated page: stores the
-/// values, marks the state groups and returns the packet's length. Anything
-/// else (another opcode, a packet the view does not hold whole, no body,
-/// more values, a handler, an unallocated page) returns `None` having
-/// changed nothing, for [`run_one`] (through `write_run`).
+/// its header on) starts (header count `count`, not 0x3FFF), writing the
+/// space at `base` whose run table is `spans`, when it is 1 to 8 values in
+/// one span of equal marks and one register page, none calling a handler
+/// (one compare against the register's limit, see `tables::RunSpans`),
+/// into an allocated page: stores the values, marks the state groups and
+/// returns the packet's length. Anything else (a packet the view does not
+/// hold whole, no body, more values, a handler, an unallocated page)
+/// returns `None` having changed nothing, for [`run_one`] (through
+/// `write_run`). Never a uconfig writer: those are GPU-wide and have a case
+/// of their own ([`store_uconfig`]; `tables` checks it at compile time).
+/// Inlined where the space is a constant (SET_SH_REG, SET_CONTEXT_REG),
+/// its checks fold with it.
 #[inline(always)]
-fn store_register_packet(
+fn store_register_run(
     packet: &[u32],
     count: usize,
-    run: &tables::RegisterRun,
+    base: u32,
+    spans: &[u64],
     state: &mut ProcessorState,
 ) -> Option<usize> {
     // The body: the register offset, then `count` values.
-    let length = count + 2;
-    let (first, values) = packet.get(1..length)?.split_first()?;
-    let offset = (first & 0xFFFF) as usize;
-    let span = *run.spans.get(offset)?;
-    let n = values.len();
-    if (n as u32).wrapping_sub(1) >= (span >> 32) as u32 {
-        return None;
-    }
-    let register = run.base + offset as u32;
-    let slots = state.regs.allocated_range_mut(register, n as u32)?;
-    if register >= crate::regs::space::UCONFIG {
-        // GPU-wide: one value, into the shared file's allocated page.
-        match values {
-            [value] if state.global.set_uconfig_allocated(register, *value) => {}
-            _ => return None,
-        }
-    }
-    // Up to 8 values: stores with no loop and no call.
-    let stored = store_up_to_8(slots, values);
-    if !stored {
-        return None;
-    }
-    state.dirty |= span as u32;
-    Some(length)
-}
-
-/// [`store_register_packet`] for a writer of the space at `BASE` whose
-/// run table is `spans`: its checks and store with the space as constants.
-#[inline(always)]
-fn store_in_space<const BASE: u32, const N: usize>(
-    packet: &[u32],
-    count: usize,
-    spans: &tables::RunSpans<N>,
-    state: &mut ProcessorState,
-) -> Option<usize> {
     let length = count + 2;
     let (first, values) = packet.get(1..length)?.split_first()?;
     let offset = (first & 0xFFFF) as usize;
@@ -1108,7 +1068,7 @@ fn store_in_space<const BASE: u32, const N: usize>(
     if (n as u32).wrapping_sub(1) >= (span >> 32) as u32 {
         return None;
     }
-    let slots = state.regs.allocated_range_mut(BASE + offset as u32, n as u32)?;
+    let slots = state.regs.allocated_range_mut(base + offset as u32, n as u32)?;
     if !store_up_to_8(slots, values) {
         return None;
     }
@@ -1116,7 +1076,7 @@ fn store_in_space<const BASE: u32, const N: usize>(
     Some(length)
 }
 
-/// [`store_register_packet`] for SET_UCONFIG_REG and its _INDEX form: one
+/// [`store_register_run`] for SET_UCONFIG_REG and its _INDEX form: one
 /// value (the fast path's limit for the space), stored in the GPU-wide
 /// file's allocated page and then in the queue's own copy.
 #[inline(always)]
@@ -1187,12 +1147,7 @@ fn run_one(words: &[u32], at: usize, h: u32, view: &mut View<'_, '_>) -> Result<
     if h & 1 != 0 && view.skip {
         return Err((at, ViewStop::Next));
     }
-    // Type 3: the reader's framing rule, against the view.
-    let length = Header(h).type3_length_dw();
-    let end = at + length as usize;
-    if end > words.len() {
-        return Err((at, ViewStop::Next));
-    }
+    let Some((length, end)) = held_type3(words, at, h) else { return Err((at, ViewStop::Next)) };
     let opcode = (h >> 8) as u8;
     let entry = usize::from(opcode);
     let (buffer, size, offset) = (view.buffer, view.size, view.offset);
@@ -1230,12 +1185,7 @@ fn run_handler_packet<const PLAIN: bool>(
     h: u32,
     view: &mut View<'_, '_>,
 ) -> Result<usize, (usize, ViewStop)> {
-    // Type 3: the reader's framing rule, against the view.
-    let length = Header(h).type3_length_dw();
-    let end = at + length as usize;
-    if end > words.len() {
-        return Err((at, ViewStop::Next));
-    }
+    let Some((length, end)) = held_type3(words, at, h) else { return Err((at, ViewStop::Next)) };
     run_handler::<PLAIN>(words, at, end, length, h, view)
 }
 
@@ -1336,6 +1286,16 @@ fn run_handler<const PLAIN: bool>(
         view.settled = view.left;
     }
     Ok(end)
+}
+
+/// The length and end of the type-3 packet with header `h` at `at` in
+/// `words` (the reader's framing rule, against the view), when the view
+/// holds it whole.
+#[inline(always)]
+fn held_type3(words: &[u32], at: usize, h: u32) -> Option<(u32, usize)> {
+    let length = Header(h).type3_length_dw();
+    let end = at + length as usize;
+    (end <= words.len()).then_some((length, end))
 }
 
 /// Where the packet `at` dwords into a view that starts `offset` dwords

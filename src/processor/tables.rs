@@ -326,6 +326,27 @@ const fn fast_classes(runs: &[RegisterRun; 256], entries: &[OpcodeEntry; 256]) -
     t
 }
 
+/// True when no opcode the fast path stores through its space's
+/// [`RegisterRun`] (`fast_class::OTHER_RUN`) writes uconfig registers:
+/// those are GPU-wide, and only the uconfig case stores them there too.
+const fn other_runs_stay_local(classes: &[u8; 256], runs: &[RegisterRun; 256]) -> bool {
+    let mut i = 0;
+    while i < 256 {
+        if classes[i] == fast_class::OTHER_RUN && runs[i].base >= space::UCONFIG {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+const _: () = {
+    let runs = register_runs(opcode_table());
+    assert!(other_runs_stay_local(&fast_classes(&runs, &opcode_table()), &runs));
+    let runs = register_runs(compute_opcode_table());
+    assert!(other_runs_stay_local(&fast_classes(&runs, &compute_opcode_table()), &runs));
+};
+
 /// CP opcode → the space its register run writes, for plain register writers.
 pub(crate) static REGISTER_RUNS: [RegisterRun; 256] = register_runs(opcode_table());
 
@@ -556,20 +577,20 @@ static CONTEXT_MARK_SPANS: [u16; space::CONTEXT_SIZE as usize] = spans_of(&marks
 static SH_MARK_SPANS: [u16; space::SH_SIZE as usize] = spans_of(&marks_of(&sh_table()));
 static UCONFIG_REGISTER_MARKS: RegisterMarks<{ space::UCONFIG_SIZE as usize }> = marks_of(&uconfig_table());
 
-/// Most values one packet of the loop's fast path stores (`register_run`).
+/// Most values one packet of the loop's fast path stores (`store_register_run`).
 pub(crate) const RUN_MAX_VALUES: u32 = 8;
 
 /// A register table's [`RegisterMarks`] and how far a fast-path store may
 /// reach, in one word per register: the low half is the register's marks,
 /// the high half the most values a register writer starting at that
-/// register may store on the loop's fast path (`store_register_packet`). That is
+/// register may store on the loop's fast path (`store_register_run`). That is
 /// at most [`RUN_MAX_VALUES`] (`max_values` for a space the fast path
 /// writes one value of), never past the run of equal marks the register
 /// is in (so the packet's marks are its first register's) or its
 /// 256-register page (so the store is one slice of one page), and 0 for
 /// a register whose write calls a handler. A packet of `n` values fits
 /// when `n - 1 < limit`: one compare.
-pub(crate) type RunSpans<const N: usize> = [u64; N];
+type RunSpans<const N: usize> = [u64; N];
 
 const fn run_spans_of<const N: usize>(marks: &RegisterMarks<N>, max_values: u32) -> RunSpans<N> {
     let spans = spans_of(marks);
