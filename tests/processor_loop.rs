@@ -378,20 +378,39 @@ fn busy_processor_refuses_a_second_submission() {
     assert_eq!(h.processor.submit(0x1000, 1), Err(Pm4Error::Busy));
 }
 
-/// A backend that keeps what each draw saw: its instance count and the
-/// state groups changed since the previous draw.
+/// What a draw saw: its instance count, the state groups changed since
+/// the previous draw, its packet's place (dwords into its buffer) and
+/// opcode, its count and its index buffer's address.
+#[derive(Debug, PartialEq)]
+struct DrawState {
+    instances: u32,
+    changed: u32,
+    offset_dw: u32,
+    opcode: Opcode,
+    count: u32,
+    index_address: Option<u64>,
+}
+
+/// A backend that keeps what each draw saw.
 #[derive(Default)]
-struct DrawStates(Vec<(u32, u32)>);
+struct DrawStates(Vec<DrawState>);
 
 impl pm4core::backend::Backend for DrawStates {
     fn draw(&mut self, draw: &pm4core::backend::Draw<'_>) {
-        self.0.push((draw.instance_count, draw.changed));
+        self.0.push(DrawState {
+            instances: draw.instance_count,
+            changed: draw.changed,
+            offset_dw: draw.location.offset_dw,
+            opcode: draw.opcode,
+            count: draw.count,
+            index_address: draw.index_buffer.map(|ib| ib.address),
+        });
     }
 }
 
 /// Runs `cmd` on a fresh processor and returns what the draws saw, with the
 /// processor (for its registers and counts).
-fn draw_states(cmd: &Cmd, config: ProcessorConfig) -> (Vec<(u32, u32)>, pm4core::processor::Processor) {
+fn draw_states(cmd: &Cmd, config: ProcessorConfig) -> (Vec<DrawState>, pm4core::processor::Processor) {
     let memory = pm4core::memory::SparseMemory::new();
     memory.map_dwords(0x1000, cmd.dwords()).unwrap();
     let mut processor = pm4core::processor::Processor::with_config(QueueId::GRAPHICS, config);
@@ -422,17 +441,34 @@ fn the_fast_path_has_the_effects_of_the_handlers() {
             .pkt3(Opcode::DRAW_INDEX_AUTO, &[3, 2])
             .pkt3(Opcode::INDEX_TYPE, &[1])
             .pkt3(Opcode::INDEX_BASE, &[0xB000 * i, 0])
-            .pkt3(Opcode::DRAW_INDEX_2, &[100, 0xA000, 0, 6, 0]);
+            .pkt3(Opcode::DRAW_INDEX_2, &[100, 0xA000, 0, 6, 0])
+            .pkt3(Opcode::DRAW_INDEX_OFFSET_2, &[100, 8, 9, 0]);
     }
     let (fast, fast_processor) = draw_states(&cmd, ProcessorConfig::default());
     let (general, general_processor) =
         draw_states(&cmd, ProcessorConfig { report_packets: true, ..ProcessorConfig::default() });
     assert_eq!(fast, general);
-    assert_eq!(fast.len(), 4);
-    for (i, &(instances, changed)) in fast.iter().enumerate().step_by(2) {
-        assert_eq!(instances, 10 * (i as u32 / 2 + 1));
-        assert_ne!(changed & state_group::INSTANCES, 0, "draw {i}: {changed:#x}");
+    assert_eq!(fast.len(), 6);
+    for (i, draw) in fast.iter().enumerate().step_by(3) {
+        assert_eq!(draw.instances, 10 * (i as u32 / 3 + 1));
+        assert_ne!(draw.changed & state_group::INSTANCES, 0, "draw {i}: {:#x}", draw.changed);
     }
+    // Each draw where its packet is (a round is 33 dwords; its draws are
+    // 14, 22 and 28 dwords in), with its own count and index buffer
+    // (INDEX_TYPE 1: 4-byte indices, so DRAW_INDEX_OFFSET_2's 8 indices
+    // in are 32 bytes in).
+    let places: Vec<_> = fast.iter().map(|d| (d.offset_dw, d.opcode, d.count, d.index_address)).collect();
+    assert_eq!(
+        places,
+        [
+            (14, Opcode::DRAW_INDEX_AUTO, 3, None),
+            (22, Opcode::DRAW_INDEX_2, 6, Some(0xA000)),
+            (28, Opcode::DRAW_INDEX_OFFSET_2, 9, Some(0xB000 + 32)),
+            (47, Opcode::DRAW_INDEX_AUTO, 3, None),
+            (55, Opcode::DRAW_INDEX_2, 6, Some(0xA000)),
+            (61, Opcode::DRAW_INDEX_OFFSET_2, 9, Some(0x16000 + 32)),
+        ]
+    );
     for p in [&fast_processor, &general_processor] {
         assert_eq!(p.register(r::SPI_SHADER_USER_DATA_GS_2), 6);
         assert_eq!(p.register(r::DB_RENDER_CONTROL), 2);
@@ -445,8 +481,8 @@ fn the_fast_path_has_the_effects_of_the_handlers() {
         assert_eq!(p.stats().opcode_count(Opcode::DRAW_INDEX_2), 2);
         assert_eq!(p.register(r::VGT_DMA_BASE), 0xA000);
         assert_eq!(p.register(r::VGT_INDEX_TYPE), 1);
-        assert_eq!(p.stats().draws, 4);
-        assert_eq!(p.stats().packets, 18);
+        assert_eq!(p.stats().draws, 6);
+        assert_eq!(p.stats().packets, 20);
         assert_eq!(p.stats().dwords, u64::from(cmd.len()));
     }
 }

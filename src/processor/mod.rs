@@ -929,8 +929,10 @@ impl View<'_, '_> {
 /// both budgets) while it holds them whole. Its fast path, picked by
 /// opcode from `tables::FAST_CLASSES`: one-dword NOP pads, plain register
 /// writers of 1 to 8 values that only store and mark state groups (see
-/// [`store_register_run`]) and NUM_INSTANCES are run right here, and a
-/// packet with no register run goes straight to its handler
+/// [`store_register_run`]) and NUM_INSTANCES are run right here, a direct
+/// draw goes to the draw handler's fast entry
+/// (`handlers::draw::direct_draw`), and a packet with no register run goes
+/// straight to its handler
 /// ([`run_handler_packet`]); everything else (a writer the fast path
 /// leaves, a packet the view does not hold whole) goes through
 /// [`run_one`]. The fast path's stores call nothing, so the loop's few
@@ -969,6 +971,19 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
                 // The two writers of most packets, with their space's base
                 // and table as constants.
                 store_register_run(packet, count, space::SH, &tables::SH_RUN_SPANS, view.ctx.state)
+            } else if class & tables::fast_class::DIRECT_DRAW != 0 {
+                // A direct draw: the draw handler's fast entry, with the
+                // packet's place and opcode in the context (the view set
+                // its buffer), none of a handler call's bookkeeping.
+                let length = Header(h).type3_length_dw() as usize;
+                match packet.get(1..length) {
+                    Some(body) => {
+                        view.ctx.location.offset_dw = view.offset + at as u32;
+                        view.ctx.opcode = Opcode(opcode as u8);
+                        handlers::draw::direct_draw(&mut view.ctx, opcode as u8, body).then_some(length)
+                    }
+                    None => None,
+                }
             } else if class & (tables::fast_class::PLAIN_HANDLER | tables::fast_class::NONE) == class {
                 // No register run: straight to its handler.
                 view.left = left;

@@ -278,23 +278,20 @@ pub(crate) mod fast_class {
     pub const OTHER_RUN: u8 = 16;
     /// A packet whose handler is plain (see [`super::PLAIN_HANDLERS`]).
     pub const PLAIN_HANDLER: u8 = 32;
+    /// A direct draw: the draw handler's fast entry runs it
+    /// (`handlers::draw::direct_draw`, for `handlers::draw::DIRECT_DRAWS`).
+    pub const DIRECT_DRAW: u8 = 64;
 }
 
 /// Opcodes whose handler is plain: it never suspends, moves the cursor or
 /// changes the IB stack, changes predication, runs the constant engine,
 /// charges packets of its own or reads the counts of packets run, so the
 /// loop runs it without settling those counts first (it settles them when
-/// the handler fails or does any of these after all). Direct draws,
-/// direct dispatches and the index-buffer state packets.
-pub(crate) const PLAIN_HANDLERS: [Opcode; 7] = [
-    Opcode::DRAW_INDEX_AUTO,
-    Opcode::DRAW_INDEX_2,
-    Opcode::DRAW_INDEX_OFFSET_2,
-    Opcode::DISPATCH_DIRECT,
-    Opcode::INDEX_BASE,
-    Opcode::INDEX_TYPE,
-    Opcode::INDEX_BUFFER_SIZE,
-];
+/// the handler fails or does any of these after all). Direct dispatches
+/// and the index-buffer state packets (the direct draws have a fast entry
+/// of their own, `fast_class::DIRECT_DRAW`).
+pub(crate) const PLAIN_HANDLERS: [Opcode; 4] =
+    [Opcode::DISPATCH_DIRECT, Opcode::INDEX_BASE, Opcode::INDEX_TYPE, Opcode::INDEX_BUFFER_SIZE];
 
 /// Opcode → [`fast_class`]: one byte load picks the fast path's case
 /// (`entries` says which opcodes run a handler on the queue: a plain
@@ -307,6 +304,14 @@ const fn fast_classes(runs: &[RegisterRun; 256], entries: &[OpcodeEntry; 256]) -
         let i = PLAIN_HANDLERS[k].0 as usize;
         if matches!(entries[i], OpcodeEntry::Handler(_)) {
             t[i] = fast_class::PLAIN_HANDLER;
+        }
+        k += 1;
+    }
+    let mut k = 0;
+    while k < draw::DIRECT_DRAWS.len() {
+        let i = draw::DIRECT_DRAWS[k].0 as usize;
+        if matches!(entries[i], OpcodeEntry::Handler(_)) {
+            t[i] = fast_class::DIRECT_DRAW;
         }
         k += 1;
     }

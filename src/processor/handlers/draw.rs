@@ -217,58 +217,45 @@ pub(crate) fn draw<const OP: u8>(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerRe
     run_draw(ctx, body)
 }
 
-#[inline(always)]
-fn run_draw(ctx: &mut Ctx<'_>, body: DrawBody) -> HandlerResult {
-    ctx.state.stats.draws += 1;
-    refresh_programs(ctx);
-    let instances = ctx.state.regs.get(r::VGT_NUM_INSTANCES);
-    let direct = |count, first, index_buffer, initiator| DrawArgs {
-        count,
-        instance_count: instances,
-        first,
-        base_vertex: 0,
-        first_instance: 0,
-        draw_index: 0,
-        index_buffer,
-        initiator,
-        indirect_args: None,
-        mesh_groups: None,
+/// The opcodes [`direct_draw`] takes: the direct draws of most streams.
+pub(crate) const DIRECT_DRAWS: [Opcode; 3] =
+    [Opcode::DRAW_INDEX_AUTO, Opcode::DRAW_INDEX_2, Opcode::DRAW_INDEX_OFFSET_2];
+
+/// The processor loop's fast path for the direct draws ([`DIRECT_DRAWS`]),
+/// with the context's location and opcode already those of the packet:
+/// the draw's whole effect, as its handler ([`draw`]) makes it, from the
+/// packet's `body`. A direct draw cannot fail once its body decodes, so
+/// this either draws (true) or, for a body that does not decode as
+/// `opcode`'s or another opcode, changes nothing (false), and the loop
+/// runs the packet the general way, which reports the error.
+#[inline(never)]
+pub(crate) fn direct_draw(ctx: &mut Ctx<'_>, opcode: u8, body: &[u32]) -> bool {
+    const AUTO: u8 = Opcode::DRAW_INDEX_AUTO.0;
+    const INDEX_2: u8 = Opcode::DRAW_INDEX_2.0;
+    const OFFSET_2: u8 = Opcode::DRAW_INDEX_OFFSET_2.0;
+    let body = match opcode {
+        AUTO => DrawBody::decode_body(Opcode(AUTO), body),
+        INDEX_2 => DrawBody::decode_body(Opcode(INDEX_2), body),
+        OFFSET_2 => DrawBody::decode_body(Opcode(OFFSET_2), body),
+        _ => return false,
     };
     match body {
-        DrawBody::Index2 { max_size, index_base, index_count, initiator } => {
-            ctx.write_named_register::<{ r::VGT_DMA_MAX_SIZE }>(max_size);
-            ctx.write_named_register::<{ r::VGT_DMA_BASE }>(index_base as u32);
-            ctx.write_named_register::<{ r::VGT_DMA_BASE_HI }>((index_base >> 32) as u32);
-            ctx.write_named_register::<{ r::VGT_NUM_INDICES }>(index_count);
-            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
-            let ib = IndexBuffer { address: index_base, index_type: index_type(ctx), max_indices: max_size };
-            emit(ctx, direct(index_count, 0, Some(ib), initiator));
-        }
-        DrawBody::IndexAuto { index_count, initiator } => {
-            // USE_OPAQUE (§3.19): the vertex count is the stream-out filled
-            // size over the vertex stride (VERTEX_STRIDE is in dwords).
-            let count = if initiator & USE_OPAQUE != 0 {
-                let filled = ctx.state.regs.get(r::VGT_STRMOUT_DRAW_OPAQUE_BUFFER_FILLED_SIZE);
-                let stride_bytes = (ctx.state.regs.get(r::VGT_STRMOUT_DRAW_OPAQUE_VERTEX_STRIDE) & 0x1FF) * 4;
-                filled.checked_div(stride_bytes).unwrap_or(0)
-            } else {
-                index_count
-            };
-            ctx.write_named_register::<{ r::VGT_NUM_INDICES }>(count);
-            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
-            emit(ctx, direct(count, 0, None, initiator));
-        }
-        DrawBody::IndexOffset2 { max_size, index_offset, index_count, initiator } => {
-            ctx.write_named_register::<{ r::VGT_NUM_INDICES }>(index_count);
-            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
-            let t = index_type(ctx);
-            let ib = IndexBuffer {
-                address: ctx.state.index_base.wrapping_add(u64::from(index_offset) * index_size(t)) & ADDRESS_MASK,
-                index_type: t,
-                max_indices: max_size.saturating_sub(index_offset),
-            };
-            emit(ctx, direct(index_count, index_offset, Some(ib), initiator));
-        }
+        Ok(body) => run_direct_draw(ctx, body).is_ok(),
+        Err(_) => false,
+    }
+}
+
+/// A draw packet's effect, from its decoded body.
+#[inline(always)]
+fn run_draw(ctx: &mut Ctx<'_>, body: DrawBody) -> HandlerResult {
+    // The direct forms first: they cannot fail.
+    let body = match run_direct_draw(ctx, body) {
+        Ok(()) => return Ok(Flow::Continue),
+        Err(indirect) => indirect,
+    };
+    ctx.state.stats.draws += 1;
+    refresh_programs(ctx);
+    match body {
         DrawBody::Indirect {
             indexed,
             data_offset,
@@ -324,12 +311,80 @@ fn run_draw(ctx: &mut Ctx<'_>, body: DrawBody) -> HandlerResult {
                 indirect_draw(ctx, indexed, args, locs, i, initiator)?;
             }
         }
+        // Drawn by `run_direct_draw`.
+        DrawBody::Index2 { .. }
+        | DrawBody::IndexAuto { .. }
+        | DrawBody::IndexOffset2 { .. }
+        | DrawBody::IndexMultiAuto { .. } => {}
+    }
+    Ok(Flow::Continue)
+}
+
+/// The draws whose counts are in the packet (DRAW_INDEX_2, _AUTO,
+/// _OFFSET_2, _MULTI_AUTO): they cannot fail. Any other body (an indirect
+/// draw) is given back untouched, nothing done.
+#[inline(always)]
+fn run_direct_draw(ctx: &mut Ctx<'_>, body: DrawBody) -> Result<(), DrawBody> {
+    if matches!(body, DrawBody::Indirect { .. } | DrawBody::IndirectMulti { .. }) {
+        return Err(body);
+    }
+    ctx.state.stats.draws += 1;
+    refresh_programs(ctx);
+    let instances = ctx.state.regs.get(r::VGT_NUM_INSTANCES);
+    let direct = |count, first, index_buffer, initiator| DrawArgs {
+        count,
+        instance_count: instances,
+        first,
+        base_vertex: 0,
+        first_instance: 0,
+        draw_index: 0,
+        index_buffer,
+        initiator,
+        indirect_args: None,
+        mesh_groups: None,
+    };
+    match body {
+        DrawBody::Index2 { max_size, index_base, index_count, initiator } => {
+            ctx.write_named_register::<{ r::VGT_DMA_MAX_SIZE }>(max_size);
+            ctx.write_named_register::<{ r::VGT_DMA_BASE }>(index_base as u32);
+            ctx.write_named_register::<{ r::VGT_DMA_BASE_HI }>((index_base >> 32) as u32);
+            ctx.write_named_register::<{ r::VGT_NUM_INDICES }>(index_count);
+            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
+            let ib = IndexBuffer { address: index_base, index_type: index_type(ctx), max_indices: max_size };
+            emit(ctx, direct(index_count, 0, Some(ib), initiator));
+        }
+        DrawBody::IndexAuto { index_count, initiator } => {
+            // USE_OPAQUE (§3.19): the vertex count is the stream-out filled
+            // size over the vertex stride (VERTEX_STRIDE is in dwords).
+            let count = if initiator & USE_OPAQUE != 0 {
+                let filled = ctx.state.regs.get(r::VGT_STRMOUT_DRAW_OPAQUE_BUFFER_FILLED_SIZE);
+                let stride_bytes = (ctx.state.regs.get(r::VGT_STRMOUT_DRAW_OPAQUE_VERTEX_STRIDE) & 0x1FF) * 4;
+                filled.checked_div(stride_bytes).unwrap_or(0)
+            } else {
+                index_count
+            };
+            ctx.write_named_register::<{ r::VGT_NUM_INDICES }>(count);
+            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
+            emit(ctx, direct(count, 0, None, initiator));
+        }
+        DrawBody::IndexOffset2 { max_size, index_offset, index_count, initiator } => {
+            ctx.write_named_register::<{ r::VGT_NUM_INDICES }>(index_count);
+            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
+            let t = index_type(ctx);
+            let ib = IndexBuffer {
+                address: ctx.state.index_base.wrapping_add(u64::from(index_offset) * index_size(t)) & ADDRESS_MASK,
+                index_type: t,
+                max_indices: max_size.saturating_sub(index_offset),
+            };
+            emit(ctx, direct(index_count, index_offset, Some(ib), initiator));
+        }
         DrawBody::IndexMultiAuto { prim_count, initiator, index_offset, index_count, .. } => {
             ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
             emit(ctx, direct(prim_count.saturating_mul(index_count), index_offset, None, initiator));
         }
+        DrawBody::Indirect { .. } | DrawBody::IndirectMulti { .. } => return Err(body),
     }
-    Ok(Flow::Continue)
+    Ok(())
 }
 
 /// Writes X, Y, Z to the SH registers from 0x2C00 + `loc` unless `loc` is 0.
