@@ -9,7 +9,7 @@
 //! copy-on-write pages allocated only when written.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -620,11 +620,35 @@ struct Regions {
     bytes_written: u64,
     /// Most bytes that may be written ([`SparseMemory::set_write_budget`]).
     write_budget: u64,
+    /// The region the last lookup found (see [`Regions::region_index`]).
+    last: LastRegion,
 }
 
 impl Default for Regions {
     fn default() -> Self {
-        Regions { list: Vec::new(), written_pages: 0, page_limit: u64::MAX, bytes_written: 0, write_budget: u64::MAX }
+        Regions {
+            list: Vec::new(),
+            written_pages: 0,
+            page_limit: u64::MAX,
+            bytes_written: 0,
+            write_budget: u64::MAX,
+            last: LastRegion::default(),
+        }
+    }
+}
+
+/// The index of the region a lookup last found: accesses in a row mostly
+/// hit one region (a fence's, a query buffer's, a DMA's), so a lookup
+/// tries it before searching the list. Only a hint: it is checked against
+/// the list each time (regions never overlap), so a stale one (after a
+/// mapping, or another reader's lookup) just costs the search. Relaxed
+/// atomics, because readers share the lock.
+#[derive(Default)]
+struct LastRegion(AtomicUsize);
+
+impl Clone for LastRegion {
+    fn clone(&self) -> Self {
+        LastRegion(AtomicUsize::new(self.0.load(Ordering::Relaxed)))
     }
 }
 
@@ -681,12 +705,21 @@ impl Regions {
         Ok(index)
     }
 
-    /// The index of the region holding `address`, if any.
+    /// The index of the region holding `address`, if any: the last one
+    /// found when it holds it, else a binary search.
     #[inline]
     fn region_index(&self, address: u64) -> Option<usize> {
+        let last = self.last.0.load(Ordering::Relaxed);
+        if self.list.get(last).is_some_and(|r| r.start <= address && address < r.end()) {
+            return Some(last);
+        }
         let index = self.list.partition_point(|r| r.start <= address).checked_sub(1)?;
         let region = self.list.get(index)?;
-        (address < region.end()).then_some(index)
+        if address < region.end() {
+            self.last.0.store(index, Ordering::Relaxed);
+            return Some(index);
+        }
+        None
     }
 
     /// Up to `max_dw` dwords at `address` lent from the shared bytes of the
@@ -1141,6 +1174,29 @@ mod tests {
         // Zero regions and unmapped addresses lend nothing.
         assert!(memory.lend_dwords(0x20_0000, 4).is_none());
         assert!(memory.lend_dwords(0x30_0000, 4).is_none());
+    }
+
+    #[test]
+    fn a_lookup_after_a_mapping_moved_the_regions_finds_the_right_one() {
+        // The last region found is a hint by index: mapping a region below
+        // it shifts the list, and the next access must not use the stale
+        // index.
+        let m = SparseMemory::new();
+        m.map_zeroed(0x10_0000, 0x1000).unwrap();
+        m.map_zeroed(0x30_0000, 0x1000).unwrap();
+        m.write_u32(0x30_0010, 0x33).unwrap(); // the hint: index 1
+        m.map_zeroed(0x20_0000, 0x1000).unwrap(); // now index 1
+        m.write_u32(0x20_0010, 0x22).unwrap();
+        m.write_u32(0x10_0010, 0x11).unwrap();
+        assert_eq!(m.read_u32(0x30_0010).unwrap(), 0x33);
+        assert_eq!(m.read_u32(0x20_0010).unwrap(), 0x22);
+        assert_eq!(m.read_u32(0x10_0010).unwrap(), 0x11);
+        // Past the end of the hinted region, and between regions.
+        assert_eq!(m.read_u32(0x20_1000), Err(MemoryError::Unmapped { address: 0x20_1000, len: 4 }));
+        assert_eq!(m.read_u32(0x10_1000), Err(MemoryError::Unmapped { address: 0x10_1000, len: 4 }));
+        // A clone keeps its own hint and the same bytes.
+        let copy = m.clone();
+        assert_eq!(copy.read_u32(0x20_0010).unwrap(), 0x22);
     }
 
     #[test]

@@ -948,9 +948,10 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
     let mut left = view.settled;
     let mut fast = !view.report && !view.skip;
     let stop = loop {
-        // The view from the packet at the cursor on.
-        let Some(packet) = words.get(at..) else { break ViewStop::Next };
-        let Some(&h) = packet.first() else { break ViewStop::Next };
+        let Some(&h) = words.get(at) else { break ViewStop::Next };
+        // The view from the packet at the cursor on (never empty: `at` is
+        // in it).
+        let packet = words.get(at..).unwrap_or_default();
         if h < 0xC000_0000 || left == 0 {
             break ViewStop::Next;
         }
