@@ -371,6 +371,38 @@ fn a_host_write_between_slices_into_a_lent_stream_is_seen() {
 }
 
 #[test]
+fn a_run_of_pads_is_cut_by_the_slice_and_the_work_budget() {
+    // Ten pads, then a register write: slices of 4 packets stop inside the
+    // run of pads (taken in one go by the loop) and resume after it.
+    let mut cmd = Cmd::new().raw(&[NOP_PAD; 10]).set_sh(r::SPI_SHADER_USER_DATA_GS_0, &[7]);
+    cmd = cmd.raw(&[NOP_PAD; 2]);
+    let mut h = Harness::new();
+    h.map(0x1000, &cmd);
+    h.submit(0x1000, cmd.len());
+    let mut counts = Vec::new();
+    loop {
+        let mut env =
+            pm4core::processor::Env { memory: &mut h.memory, backend: &mut h.backend, shaders: &mut h.shaders };
+        let status = h.processor.process_slice(&mut env, 4).unwrap();
+        let s = h.processor.stats();
+        counts.push((s.packets, s.opcode_count(Opcode::NOP), h.processor.register(r::SPI_SHADER_USER_DATA_GS_0)));
+        if status == ProcessStatus::Completed {
+            break;
+        }
+        assert_eq!(status, ProcessStatus::Yielded);
+    }
+    assert_eq!(counts, [(4, 4, 0), (8, 8, 0), (12, 11, 7), (13, 12, 7)]);
+
+    // A work budget of 6 packets ends the submission in the run, naming
+    // the seventh pad.
+    let config = ProcessorConfig { work_budget: 6, ..Default::default() };
+    let mut h = Harness::with_config(QueueId::GRAPHICS, config);
+    let err = h.run(&cmd).unwrap_err();
+    assert!(matches!(err, Pm4Error::WorkBudgetExhausted { location, budget: 6 } if location.offset_dw == 6), "{err}");
+    assert_eq!(h.processor.stats().opcode_count(Opcode::NOP), 6);
+}
+
+#[test]
 fn busy_processor_refuses_a_second_submission() {
     let mut h = Harness::new();
     let cmd = Cmd::new().wait_mem(SCRATCH, 3, 1, 1);

@@ -956,12 +956,16 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
             break ViewStop::Next;
         }
         if fast {
-            // A one-dword NOP pad (count 0x3FFF), the most common packet of
-            // some streams: one compare.
+            // One-dword NOP pads (count 0x3FFF), the most common packet of
+            // some streams: one compare each, and a run of them (a buffer's
+            // padding) counted in one go, within the packets left.
             if h >> 8 == PAD_HEADER >> 8 {
-                view.by_opcode[usize::from(Opcode::NOP.0)] += 1;
-                at += 1;
-                left -= 1;
+                let limit = usize::try_from(left).unwrap_or(usize::MAX).min(packet.len());
+                let more = packet.get(1..limit).unwrap_or_default();
+                let run = 1 + more.iter().take_while(|&&w| w >> 8 == PAD_HEADER >> 8).count();
+                view.by_opcode[usize::from(Opcode::NOP.0)] += run as u64;
+                at += run;
+                left -= run as u64;
                 continue;
             }
             let count = ((h >> 16) & 0x3FFF) as usize;
