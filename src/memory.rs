@@ -9,7 +9,7 @@
 //! copy-on-write pages allocated only when written.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -622,6 +622,9 @@ struct Regions {
     write_budget: u64,
     /// The region the last lookup found (see [`Regions::region_index`]).
     last: LastRegion,
+    /// Bumped on every successful write (host or packet), under the lock
+    /// the write holds (see [`SparseMemory::write_generation`]).
+    generation: u64,
 }
 
 impl Default for Regions {
@@ -633,6 +636,7 @@ impl Default for Regions {
             bytes_written: 0,
             write_budget: u64::MAX,
             last: LastRegion::default(),
+            generation: 0,
         }
     }
 }
@@ -653,6 +657,12 @@ impl Clone for LastRegion {
 }
 
 impl Regions {
+    /// Counts a successful write (the lock held for it orders it).
+    #[inline]
+    fn wrote(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
+    }
+
     /// Refuses a write of `len` bytes past the write budget.
     fn charge_bytes(&self, address: u64, len: u64) -> Result<(), MemoryError> {
         match self.bytes_written.checked_add(len) {
@@ -899,17 +909,11 @@ impl Regions {
 #[derive(Default)]
 pub struct SparseMemory {
     regions: RwLock<Regions>,
-    /// Bumped on every successful write (host or packet), so schedulers can
-    /// tell that waiting queues may now see a new value.
-    write_generation: AtomicU64,
 }
 
 impl Clone for SparseMemory {
     fn clone(&self) -> Self {
-        Self {
-            regions: RwLock::new(self.regions.read().clone()),
-            write_generation: AtomicU64::new(self.write_generation.load(Ordering::Relaxed)),
-        }
+        Self { regions: RwLock::new(self.regions.read().clone()) }
     }
 }
 
@@ -1011,14 +1015,10 @@ impl SparseMemory {
         self.regions.read().list.iter().map(|r| r.pages.len() * PAGE_SIZE).sum()
     }
 
-    /// A counter that changes on every write.
+    /// A counter that changes on every successful write (kept under the
+    /// regions' lock: a write takes no other atomic for it).
     pub fn write_generation(&self) -> u64 {
-        self.write_generation.load(Ordering::Acquire)
-    }
-
-    #[inline]
-    fn wrote(&self) {
-        self.write_generation.fetch_add(1, Ordering::Release);
+        self.regions.read().generation
     }
 }
 
@@ -1058,8 +1058,9 @@ impl GuestMemory for SparseMemory {
 
     #[inline]
     fn write_bytes(&self, address: u64, data: &[u8]) -> Result<(), MemoryError> {
-        self.regions.write().write(address, data)?;
-        self.wrote();
+        let mut regions = self.regions.write();
+        regions.write(address, data)?;
+        regions.wrote();
         Ok(())
     }
 
@@ -1073,8 +1074,7 @@ impl GuestMemory for SparseMemory {
         regions.read(address, &mut bytes)?;
         let old = u32::from_le_bytes(bytes);
         regions.write(address, &update(old).to_le_bytes())?;
-        drop(regions);
-        self.wrote();
+        regions.wrote();
         Ok(old)
     }
 
@@ -1084,8 +1084,7 @@ impl GuestMemory for SparseMemory {
         regions.read(address, &mut bytes)?;
         let old = u64::from_le_bytes(bytes);
         regions.write(address, &update(old).to_le_bytes())?;
-        drop(regions);
-        self.wrote();
+        regions.wrote();
         Ok(old)
     }
 
@@ -1116,8 +1115,7 @@ impl GuestMemory for SparseMemory {
                 done += n;
             }
         }
-        drop(regions);
-        self.wrote();
+        regions.wrote();
         Ok(())
     }
 
@@ -1132,17 +1130,15 @@ impl GuestMemory for SparseMemory {
             return Err(MemoryError::Unmapped { address: dst, len });
         }
         if let Some(result) = regions.copy_across(dst, src, len) {
-            drop(regions);
             result?;
-            self.wrote();
+            regions.wrote();
             return Ok(());
         }
         copy_in_chunks(dst, src, len, |from, to, buf| {
             regions.read(from, buf)?;
             regions.write(to, buf)
         })?;
-        drop(regions);
-        self.wrote();
+        regions.wrote();
         Ok(())
     }
 }
@@ -1197,6 +1193,27 @@ mod tests {
         // A clone keeps its own hint and the same bytes.
         let copy = m.clone();
         assert_eq!(copy.read_u32(0x20_0010).unwrap(), 0x22);
+    }
+
+    #[test]
+    fn the_write_generation_counts_successful_writes_only() {
+        let m = SparseMemory::new();
+        m.map_zeroed(0x1000, 0x2000).unwrap();
+        m.map_zeroed(0x8000, 0x1000).unwrap();
+        let g0 = m.write_generation();
+        m.write_u32(0x1000, 1).unwrap();
+        m.atomic_update_u32(0x1004, &mut |v| v + 1).unwrap();
+        m.fill(0x1100, 0x20, 0xAB).unwrap();
+        m.copy(0x8000, 0x1000, 8).unwrap(); // across regions
+        m.copy(0x2000, 0x1000, 8).unwrap(); // inside one
+        assert_eq!(m.write_generation(), g0 + 5);
+        // Reads and refused writes leave it.
+        m.read_u32(0x1000).unwrap();
+        assert!(m.write_u32(0x9000, 1).is_err());
+        assert!(m.fill(0x2FF0, 0x20, 0).is_err());
+        assert!(m.copy(0x9000, 0x1000, 8).is_err());
+        assert_eq!(m.write_generation(), g0 + 5);
+        assert_eq!(m.clone().write_generation(), g0 + 5);
     }
 
     #[test]
