@@ -989,7 +989,24 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
                     }
                     None => None,
                 }
-            } else if class & (tables::fast_class::PLAIN_HANDLER | tables::fast_class::NONE) == class {
+            } else if class & tables::fast_class::CONTEXT != 0 {
+                store_register_run(packet, count, space::CONTEXT, &tables::CONTEXT_RUN_SPANS, view.ctx.state)
+            } else if class & tables::fast_class::UCONFIG != 0 {
+                store_uconfig(packet, count, view.ctx.state)
+            } else if class & tables::fast_class::NUM_INSTANCES != 0 {
+                // NUM_INSTANCES with its one body dword, as its handler
+                // (`handlers::draw::num_instances`) writes it.
+                match packet.get(1) {
+                    Some(&instances) if count == 0 => {
+                        const OFFSET: u32 = r::VGT_NUM_INSTANCES - space::UCONFIG;
+                        store_uconfig_value(view.ctx.state, OFFSET, instances).then_some(2)
+                    }
+                    _ => None,
+                }
+            } else if class & tables::fast_class::OTHER_RUN != 0 {
+                let run = &runs[opcode];
+                store_register_run(packet, count, run.base, run.spans, view.ctx.state)
+            } else {
                 // No register run: straight to its handler.
                 view.left = left;
                 let step = if class == tables::fast_class::NONE {
@@ -1009,23 +1026,6 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
                         break stop;
                     }
                 }
-            } else if class & tables::fast_class::CONTEXT != 0 {
-                store_register_run(packet, count, space::CONTEXT, &tables::CONTEXT_RUN_SPANS, view.ctx.state)
-            } else if class & tables::fast_class::UCONFIG != 0 {
-                store_uconfig(packet, count, view.ctx.state)
-            } else if class & tables::fast_class::NUM_INSTANCES != 0 {
-                // NUM_INSTANCES with its one body dword, as its handler
-                // (`handlers::draw::num_instances`) writes it.
-                match packet.get(1) {
-                    Some(&instances) if count == 0 => {
-                        const OFFSET: u32 = r::VGT_NUM_INSTANCES - space::UCONFIG;
-                        store_uconfig_value(view.ctx.state, OFFSET, instances).then_some(2)
-                    }
-                    _ => None,
-                }
-            } else {
-                let run = &runs[opcode];
-                store_register_run(packet, count, run.base, run.spans, view.ctx.state)
             };
             if let Some(length) = stored {
                 view.by_opcode[opcode] += 1;
