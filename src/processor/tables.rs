@@ -327,7 +327,12 @@ const fn fast_classes(runs: &[RegisterRun; 256], entries: &[OpcodeEntry; 256]) -
         }
         i += 1;
     }
-    t[Opcode::NUM_INSTANCES.0 as usize] = fast_class::NUM_INSTANCES;
+    // NUM_INSTANCES is graphics-only: on compute queues it goes the
+    // general way (reported like any packet the queue does not run).
+    let num_instances = Opcode::NUM_INSTANCES.0 as usize;
+    if matches!(entries[num_instances], OpcodeEntry::Handler(_)) {
+        t[num_instances] = fast_class::NUM_INSTANCES;
+    }
     t
 }
 

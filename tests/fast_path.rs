@@ -1,0 +1,239 @@
+//! The processor loop's fast path (register writers, runs of pads,
+//! NUM_INSTANCES and direct draws run inside the view loop) against its
+//! general path (every packet through `run_one` and its handler, which
+//! `report_packets` forces): random streams of those packets, well formed
+//! or not, cut into random slices under random work budgets, must have the
+//! same effects on both: the backend's calls, every register, the GPU-wide
+//! UCONFIG file, the counts and each slice's result.
+
+use proptest::prelude::*;
+
+use pm4core::backend::{Call, Forward, QueueId, RecordingBackend};
+use pm4core::memory::SparseMemory;
+use pm4core::packet::{Opcode, NOP_PAD};
+use pm4core::processor::{Env, ProcessStatus, Processor, ProcessorConfig};
+use pm4core::regs::gfx103 as r;
+use pm4core::regs::space;
+use pm4core::shader::ShaderRegistry;
+
+/// One packet of a generated stream.
+#[derive(Clone, Debug)]
+enum Packet {
+    /// A run of one-dword NOP pads.
+    Pads(usize),
+    /// A type-3 packet: opcode, predicate bit, body (a count of 0x3FFF when
+    /// empty: a one-dword packet).
+    Type3(Opcode, bool, Vec<u32>),
+    /// Any dword (a header of any type and count, or body-like data).
+    Raw(u32),
+}
+
+impl Packet {
+    fn encode(&self, out: &mut Vec<u32>) {
+        match self {
+            Packet::Pads(n) => out.extend(std::iter::repeat_n(NOP_PAD, *n)),
+            Packet::Type3(opcode, predicate, body) => {
+                let count = if body.is_empty() { 0x3FFF } else { body.len() as u32 - 1 };
+                out.push(0xC000_0000 | count << 16 | u32::from(opcode.0) << 8 | u32::from(*predicate));
+                out.extend_from_slice(body);
+            }
+            Packet::Raw(dword) => out.push(*dword),
+        }
+    }
+}
+
+/// A register offset in a space of `size` registers: mostly where the
+/// loop's checks are (page ends, the space's end, past it).
+fn offset(size: u32) -> impl Strategy<Value = u32> {
+    prop_oneof![
+        4 => 0..0x20u32,
+        4 => (0..size / 256).prop_flat_map(|page| (page * 256 + 0xF6)..(page * 256 + 0x100)),
+        2 => (size - 8)..(size + 8),
+        2 => 0..size,
+        1 => any::<u16>().prop_map(u32::from),
+    ]
+}
+
+/// The body of a register writer: the offset dword (with an _INDEX form's
+/// index bits sometimes set) and 0 to 10 values.
+fn register_body(size: u32) -> impl Strategy<Value = Vec<u32>> {
+    (offset(size), 0..4u32, prop::collection::vec(any::<u32>(), 0..=10)).prop_map(|(offset, index, values)| {
+        let mut body = vec![offset | index << 28];
+        body.extend(values);
+        body
+    })
+}
+
+/// A body of 0 to 6 small or random dwords.
+fn small_body() -> impl Strategy<Value = Vec<u32>> {
+    prop::collection::vec(prop_oneof![3 => 0..16u32, 1 => any::<u32>()], 0..=6)
+}
+
+const UCONFIG_REGISTERS: [u32; 4] =
+    [r::VGT_PRIMITIVE_TYPE, r::VGT_INDEX_TYPE, r::VGT_NUM_INDICES, r::VGT_NUM_INSTANCES];
+
+fn packet() -> impl Strategy<Value = Packet> {
+    let predicate = prop::bool::weighted(0.1);
+    prop_oneof![
+        3 => (1..12usize).prop_map(Packet::Pads),
+        6 => (predicate, register_body(space::SH_SIZE))
+            .prop_map(|(p, body)| Packet::Type3(Opcode::SET_SH_REG, p, body)),
+        4 => (predicate, register_body(space::CONTEXT_SIZE))
+            .prop_map(|(p, body)| Packet::Type3(Opcode::SET_CONTEXT_REG, p, body)),
+        1 => (predicate, register_body(space::SH_SIZE))
+            .prop_map(|(p, body)| Packet::Type3(Opcode::SET_SH_REG_INDEX, p, body)),
+        3 => (
+            predicate,
+            prop::sample::select(vec![Opcode::SET_UCONFIG_REG, Opcode::SET_UCONFIG_REG_INDEX]),
+            prop_oneof![
+                3 => prop::sample::select(UCONFIG_REGISTERS.to_vec()).prop_map(|reg| reg - space::UCONFIG),
+                1 => offset(space::UCONFIG_SIZE),
+            ],
+            prop::collection::vec(any::<u32>(), 0..=3),
+        )
+            .prop_map(|(p, opcode, offset, values)| {
+                let mut body = vec![offset];
+                body.extend(values);
+                Packet::Type3(opcode, p, body)
+            }),
+        2 => (predicate, prop::collection::vec(0..4u32, 0..=2))
+            .prop_map(|(p, body)| Packet::Type3(Opcode::NUM_INSTANCES, p, body)),
+        4 => (
+            predicate,
+            prop::sample::select(vec![
+                Opcode::DRAW_INDEX_AUTO,
+                Opcode::DRAW_INDEX_2,
+                Opcode::DRAW_INDEX_OFFSET_2,
+                Opcode::DRAW_INDEX_MULTI_AUTO,
+                Opcode::DISPATCH_DIRECT,
+                Opcode::INDEX_TYPE,
+                Opcode::INDEX_BASE,
+                Opcode::INDEX_BUFFER_SIZE,
+                Opcode::NOP,
+            ]),
+            small_body(),
+        )
+            .prop_map(|(p, opcode, body)| Packet::Type3(opcode, p, body)),
+        1 => (prop::sample::select(vec![0u32, 3, 4]), any::<bool>()).prop_map(|(op, visible)| {
+            // Predication on the zeroed scratch: from here on, predicated
+            // packets are skipped (or not), and the fast path stands aside.
+            let flags = op << 16 | u32::from(visible) << 8;
+            Packet::Type3(Opcode::SET_PREDICATION, false, vec![flags, SCRATCH as u32, (SCRATCH >> 32) as u32])
+        }),
+        1 => any::<u32>().prop_map(Packet::Raw),
+    ]
+}
+
+/// A zeroed region, where predication reads its value.
+const SCRATCH: u64 = 0x10_0000;
+
+/// What a run did, compared between the two paths.
+#[derive(Debug, PartialEq)]
+struct Effects {
+    /// Each slice's result.
+    results: Vec<String>,
+    /// The backend's log, and what each draw saw beyond it.
+    log: Vec<String>,
+    /// Every non-zero register of the queue.
+    registers: Vec<(u32, u32)>,
+    /// Every non-zero register of the GPU-wide UCONFIG file.
+    uconfig: Vec<(u32, u32)>,
+    /// The processor's counts.
+    stats: String,
+}
+
+/// The recording backend, plus each draw's place, changed state groups
+/// and initiator (its log line has neither).
+#[derive(Default)]
+struct Recorder {
+    inner: RecordingBackend,
+    draws: Vec<String>,
+}
+
+impl Forward for Recorder {
+    type Target = RecordingBackend;
+
+    fn forward<R>(&mut self, _queue: QueueId, call: impl FnOnce(&mut RecordingBackend) -> R) -> Option<R> {
+        Some(call(&mut self.inner))
+    }
+
+    fn forwarded(&mut self, call: Call<'_>) {
+        if let Call::Draw(d) = call {
+            self.draws
+                .push(format!("draw at {:?} changed={:#x} initiator={:#x}", d.location, d.changed, d.draw_initiator));
+        }
+    }
+}
+
+fn run(words: &[u32], general: bool, graphics: bool, slice: u64, work_budget: u64) -> Effects {
+    let memory = SparseMemory::new();
+    memory.map_dwords(0x1000, words).unwrap();
+    memory.map_zeroed(SCRATCH, 0x1_0000).unwrap();
+    let queue = if graphics { QueueId::GRAPHICS } else { QueueId::compute(0, 0).unwrap() };
+    let config = ProcessorConfig { report_packets: general, work_budget, ..ProcessorConfig::default() };
+    let mut processor = Processor::with_config(queue, config);
+    let mut backend = Recorder::default();
+    let shaders = ShaderRegistry::new();
+    processor.submit(0x1000, words.len() as u32).unwrap();
+    let mut results = Vec::new();
+    for _ in 0..64 {
+        let mut env = Env { memory: &memory, backend: &mut backend, shaders: &shaders };
+        let result = processor.process_slice(&mut env, slice);
+        results.push(format!("{result:?}"));
+        if result != Ok(ProcessStatus::Yielded) {
+            break;
+        }
+    }
+    let uconfig = (space::UCONFIG..space::END)
+        .map(|register| (register, processor.global().uconfig(register)))
+        .filter(|&(_, value)| value != 0)
+        .collect();
+    let mut log = backend.inner.lines;
+    log.extend(backend.draws);
+    log.extend(backend.inner.unknown.iter().map(|u| format!("{u:?}")));
+    Effects {
+        results,
+        log,
+        registers: processor.registers().iter_nonzero().collect(),
+        uconfig,
+        stats: format!("{:?}", processor.stats()),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_fast_path_has_the_effects_of_the_general_path(
+        packets in prop::collection::vec(packet(), 0..60),
+        graphics in prop::bool::weighted(0.8),
+        slice in prop::sample::select(vec![1u64, 2, 5, 17, u64::MAX]),
+        work_budget in prop::sample::select(vec![3u64, 20, 1 << 26]),
+    ) {
+        let mut words = Vec::new();
+        for packet in &packets {
+            packet.encode(&mut words);
+        }
+        let fast = run(&words, false, graphics, slice, work_budget);
+        let general = run(&words, true, graphics, slice, work_budget);
+        prop_assert_eq!(fast, general);
+    }
+}
+
+#[test]
+fn num_instances_on_a_compute_queue_goes_the_general_way() {
+    // Found by the property above: the fast path stored NUM_INSTANCES on
+    // compute queues, where it is graphics-only (the general path reports
+    // it as a packet the queue does not run, and stores nothing).
+    let mut words = Vec::new();
+    Packet::Type3(Opcode::NUM_INSTANCES, false, vec![7]).encode(&mut words);
+    Packet::Type3(Opcode::SET_UCONFIG_REG, false, vec![r::VGT_PRIMITIVE_TYPE - space::UCONFIG, 4]).encode(&mut words);
+    for general in [false, true] {
+        let effects = run(&words, general, false, u64::MAX, 1 << 26);
+        assert_eq!(effects.results, ["Ok(Completed)"]);
+        assert_eq!(effects.registers, [(r::VGT_PRIMITIVE_TYPE, 4)], "general path: {general}");
+        assert_eq!(effects.uconfig, [(r::VGT_PRIMITIVE_TYPE, 4)]);
+        assert_eq!(effects.log.len(), 2, "{:?}", effects.log);
+        assert!(effects.log[0].starts_with("comp0.0 unknown_packet header=0xc0002f00 at 0x1000"), "{:?}", effects.log);
+    }
+}
