@@ -579,7 +579,9 @@ impl Region {
         }
         let first = offset / PAGE_SIZE as u64;
         let last = (offset + len - 1) / PAGE_SIZE as u64;
-        (first..=last).filter(|page| !self.pages.contains_key(page)).count() as u64
+        // One walk over the copied pages in the range, not a lookup per page.
+        let copied = self.pages.range(first..=last).count() as u64;
+        (last - first + 1).saturating_sub(copied)
     }
 
     /// Writes `len` bytes from `offset` page by page, in place: `source(done,
@@ -591,15 +593,18 @@ impl Region {
             let page = offset / PAGE_SIZE as u64;
             let in_page = (offset % PAGE_SIZE as u64) as usize;
             let n = (len - done).min(PAGE_SIZE - in_page);
-            if !self.pages.contains_key(&page) {
-                let mut fresh = Box::new([0u8; PAGE_SIZE]);
-                let page_start = page * PAGE_SIZE as u64;
-                let page_len = (self.len - page_start).min(PAGE_SIZE as u64) as usize;
-                self.read(page_start, &mut fresh[..page_len]);
-                self.pages.insert(page, fresh);
-            }
-            if let Some(p) = self.pages.get_mut(&page) {
-                source(done, &mut p[in_page..in_page + n]);
+            // One lookup for a page copied before; a page written for the
+            // first time is copied from the backing, written, then kept.
+            match self.pages.get_mut(&page) {
+                Some(p) => source(done, &mut p[in_page..in_page + n]),
+                None => {
+                    let mut fresh = Box::new([0u8; PAGE_SIZE]);
+                    let page_start = page * PAGE_SIZE as u64;
+                    let page_len = (self.len - page_start).min(PAGE_SIZE as u64) as usize;
+                    self.read(page_start, &mut fresh[..page_len]);
+                    source(done, &mut fresh[in_page..in_page + n]);
+                    self.pages.insert(page, fresh);
+                }
             }
             done += n;
             offset += n as u64;
