@@ -946,104 +946,113 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
     let classes = view.classes;
     let mut at = 0usize;
     let mut left = view.settled;
-    let mut fast = !view.report && !view.skip;
-    let stop = loop {
-        let Some(&h) = words.get(at) else { break ViewStop::Next };
-        // The view from the packet at the cursor on (never empty: `at` is
-        // in it).
-        let packet = words.get(at..).unwrap_or_default();
-        if h < 0xC000_0000 || left == 0 {
-            break ViewStop::Next;
-        }
-        if fast {
-            // One-dword NOP pads (count 0x3FFF), the most common packet of
-            // some streams: one compare each, and a run of them (a buffer's
-            // padding) counted in one go, within the packets left.
-            if h >> 8 == PAD_HEADER >> 8 {
-                let limit = usize::try_from(left).unwrap_or(usize::MAX).min(packet.len());
-                let more = packet.get(1..limit).unwrap_or_default();
-                let run = 1 + more.iter().take_while(|&&w| w >> 8 == PAD_HEADER >> 8).count();
-                view.by_opcode[usize::from(Opcode::NOP.0)] += run as u64;
-                at += run;
-                left -= run as u64;
-                continue;
-            }
-            let count = ((h >> 16) & 0x3FFF) as usize;
-            let opcode = ((h >> 8) & 0xFF) as usize;
-            // One bit per case, tested in turn (see `tables::fast_class`).
-            let class = classes[opcode];
-            let stored = if class & tables::fast_class::SH != 0 {
-                // The two writers of most packets, with their space's base
-                // and table as constants.
-                store_register_run(packet, count, space::SH, &tables::SH_RUN_SPANS, view.ctx.state)
-            } else if class & tables::fast_class::DIRECT_DRAW != 0 {
-                // A direct draw: the draw handler's fast entry, with the
-                // packet's place and opcode in the context (the view set
-                // its buffer), none of a handler call's bookkeeping.
-                let length = Header(h).type3_length_dw() as usize;
-                match packet.get(1..length) {
-                    Some(body) => {
-                        view.ctx.location.offset_dw = view.offset + at as u32;
-                        view.ctx.opcode = Opcode(opcode as u8);
-                        handlers::draw::direct_draw(&mut view.ctx, opcode as u8, body).then_some(length)
-                    }
-                    None => None,
+    let stop = 'view: loop {
+        // The fast path's own loop, which only a packet it leaves (to the
+        // general step below) or a handler's call (back to the top) ends.
+        let h = if !view.report && !view.skip {
+            loop {
+                let Some(&h) = words.get(at) else { break 'view ViewStop::Next };
+                // The view from the packet at the cursor on (never empty:
+                // `at` is in it).
+                let packet = words.get(at..).unwrap_or_default();
+                if h < 0xC000_0000 || left == 0 {
+                    break 'view ViewStop::Next;
                 }
-            } else if class & tables::fast_class::CONTEXT != 0 {
-                store_register_run(packet, count, space::CONTEXT, &tables::CONTEXT_RUN_SPANS, view.ctx.state)
-            } else if class & tables::fast_class::UCONFIG != 0 {
-                store_uconfig(packet, count, view.ctx.state)
-            } else if class & tables::fast_class::NUM_INSTANCES != 0 {
-                // NUM_INSTANCES with its one body dword, as its handler
-                // (`handlers::draw::num_instances`) writes it.
-                match packet.get(1) {
-                    Some(&instances) if count == 0 => {
-                        const OFFSET: u32 = r::VGT_NUM_INSTANCES - space::UCONFIG;
-                        store_uconfig_value(view.ctx.state, OFFSET, instances).then_some(2)
-                    }
-                    _ => None,
+                // One-dword NOP pads (count 0x3FFF), the most common packet of
+                // some streams: one compare each, and a run of them (a buffer's
+                // padding) counted in one go, within the packets left.
+                if h >> 8 == PAD_HEADER >> 8 {
+                    let limit = usize::try_from(left).unwrap_or(usize::MAX).min(packet.len());
+                    let more = packet.get(1..limit).unwrap_or_default();
+                    let run = 1 + more.iter().take_while(|&&w| w >> 8 == PAD_HEADER >> 8).count();
+                    view.by_opcode[usize::from(Opcode::NOP.0)] += run as u64;
+                    at += run;
+                    left -= run as u64;
+                    continue;
                 }
-            } else if class & tables::fast_class::OTHER_RUN != 0 {
-                let run = &runs[opcode];
-                store_register_run(packet, count, run.base, run.spans, view.ctx.state)
-            } else {
-                // No register run: straight to its handler.
-                view.left = left;
-                let step = if class == tables::fast_class::NONE {
-                    run_handler_packet::<false>(words, at, h, view)
+                let count = ((h >> 16) & 0x3FFF) as usize;
+                let opcode = ((h >> 8) & 0xFF) as usize;
+                // One bit per case, tested in turn (see `tables::fast_class`).
+                let class = classes[opcode];
+                let stored = if class & tables::fast_class::SH != 0 {
+                    // The two writers of most packets, with their space's base
+                    // and table as constants.
+                    store_register_run(packet, count, space::SH, &tables::SH_RUN_SPANS, view.ctx.state)
+                } else if class & tables::fast_class::DIRECT_DRAW != 0 {
+                    // A direct draw: the draw handler's fast entry, with the
+                    // packet's place and opcode in the context (the view set
+                    // its buffer), none of a handler call's bookkeeping.
+                    let length = Header(h).type3_length_dw() as usize;
+                    match packet.get(1..length) {
+                        Some(body) => {
+                            view.ctx.location.offset_dw = view.offset + at as u32;
+                            view.ctx.opcode = Opcode(opcode as u8);
+                            handlers::draw::direct_draw(&mut view.ctx, opcode as u8, body).then_some(length)
+                        }
+                        None => None,
+                    }
+                } else if class & tables::fast_class::CONTEXT != 0 {
+                    store_register_run(packet, count, space::CONTEXT, &tables::CONTEXT_RUN_SPANS, view.ctx.state)
+                } else if class & tables::fast_class::UCONFIG != 0 {
+                    store_uconfig(packet, count, view.ctx.state)
+                } else if class & tables::fast_class::NUM_INSTANCES != 0 {
+                    // NUM_INSTANCES with its one body dword, as its handler
+                    // (`handlers::draw::num_instances`) writes it.
+                    match packet.get(1) {
+                        Some(&instances) if count == 0 => {
+                            const OFFSET: u32 = r::VGT_NUM_INSTANCES - space::UCONFIG;
+                            store_uconfig_value(view.ctx.state, OFFSET, instances).then_some(2)
+                        }
+                        _ => None,
+                    }
+                } else if class & tables::fast_class::OTHER_RUN != 0 {
+                    let run = &runs[opcode];
+                    store_register_run(packet, count, run.base, run.spans, view.ctx.state)
                 } else {
-                    run_handler_packet::<true>(words, at, h, view)
+                    // No register run: straight to its handler.
+                    view.left = left;
+                    let step = if class == tables::fast_class::NONE {
+                        run_handler_packet::<false>(words, at, h, view)
+                    } else {
+                        run_handler_packet::<true>(words, at, h, view)
+                    };
+                    left = view.left;
+                    match step {
+                        // Back to the top: the handler may have changed
+                        // predication.
+                        Ok(next) => {
+                            at = next;
+                            continue 'view;
+                        }
+                        Err((next, stop)) => {
+                            at = next;
+                            break 'view stop;
+                        }
+                    }
                 };
-                left = view.left;
-                match step {
-                    Ok(next) => {
-                        at = next;
-                        fast = !view.report && !view.skip;
-                        continue;
-                    }
-                    Err((next, stop)) => {
-                        at = next;
-                        break stop;
-                    }
+                if let Some(length) = stored {
+                    view.by_opcode[opcode] += 1;
+                    at += length;
+                    left -= 1;
+                    continue;
                 }
-            };
-            if let Some(length) = stored {
-                view.by_opcode[opcode] += 1;
-                at += length;
-                left -= 1;
-                continue;
+                break h;
             }
-        }
-        // `left` goes through the view, so that its address never escapes
-        // this loop (where it stays in a register).
+        } else {
+            let Some(&h) = words.get(at) else { break ViewStop::Next };
+            if h < 0xC000_0000 || left == 0 {
+                break ViewStop::Next;
+            }
+            h
+        };
+        // The general step, one packet. `left` goes through the view, so
+        // that its address never escapes this loop (where it stays in a
+        // register).
         view.left = left;
         let step = run_one(words, at, h, view);
         left = view.left;
         match step {
-            Ok(next) => {
-                at = next;
-                fast = !view.report && !view.skip;
-            }
+            Ok(next) => at = next,
             Err((next, stop)) => {
                 at = next;
                 break stop;
