@@ -56,12 +56,17 @@ fn draw_heavy() -> Vec<u32> {
     s
 }
 
-/// The floor: walk headers, add lengths, nothing else.
+/// The floor: a bare header walk, as the speed issue measures it (a C
+/// loop at -O2): read each header and add its length (a type-2 filler or a
+/// count of 0x3FFF is one dword, anything else its count plus two),
+/// nothing else. On a well-formed stream it walks the packets the
+/// processor decodes.
 fn header_walk(words: &[u32]) -> u64 {
     let mut at = 0usize;
     let mut packets = 0u64;
     while let Some(&h) = words.get(at) {
-        at += Header(h).length_dw().unwrap_or(1) as usize;
+        let (kind, count) = (h >> 30, (h >> 16) & 0x3FFF);
+        at += if kind == 2 || (kind == 3 && count == 0x3FFF) { 1 } else { count as usize + 2 };
         packets += 1;
     }
     packets
@@ -360,5 +365,134 @@ fn bench_replay_and_disasm(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_streams, bench_real_traces, bench_compute_queues, bench_replay_and_disasm);
+/// `trace` with its submissions (and the host writes and shaders among
+/// them) repeated `times` times after its regions: what `pm4 replay` of
+/// a capture of `times` frames runs, the memory mapped once.
+fn repeated(trace: &Trace, times: usize) -> Trace {
+    use pm4core::trace::{TraceEvent, TraceWriter};
+    let events = trace.events();
+    let first = events.iter().position(|e| matches!(e, TraceEvent::Submit { .. })).unwrap_or(events.len());
+    let mut writer = TraceWriter::new();
+    for (key, value) in trace.info() {
+        writer.info(key, value).unwrap();
+    }
+    let mut emit = |event: &TraceEvent| {
+        match event {
+            TraceEvent::MemRegion { address, data, .. } => writer.mem(*address, trace.bytes_of(data)),
+            TraceEvent::ZeroRegion { address, len, .. } => writer.zero(*address, *len),
+            TraceEvent::HostWrite { address, data, .. } => writer.host_write(*address, trace.bytes_of(data)),
+            TraceEvent::Submit { queue, address, size_dw, .. } => writer.submit(*queue, *address, *size_dw),
+            TraceEvent::Shader { header_address, code_address, relocated, .. } => {
+                writer.shader(*header_address, *code_address, *relocated)
+            }
+            TraceEvent::Note { .. } | TraceEvent::Ancillary { .. } => Ok(()),
+        }
+        .unwrap()
+    };
+    events.iter().take(first).for_each(&mut emit);
+    let frame = events.get(first..).unwrap_or(&[]);
+    assert!(
+        !frame.iter().any(|e| matches!(e, TraceEvent::MemRegion { .. } | TraceEvent::ZeroRegion { .. })),
+        "a region after the first submission"
+    );
+    for _ in 0..times {
+        frame.iter().for_each(&mut emit);
+    }
+    writer.finish_trace().unwrap()
+}
+
+/// `pm4 replay` end to end (the parsed trace through the deterministic GPU
+/// and every queue to the summary) on the two radv streams the speed
+/// issue names, each trace's submissions repeated to about 2^21 packets,
+/// against the bare header walk over the same dwords (the trace's
+/// flattened submissions, walked as many times); the ratio of their
+/// speeds printed per trace, as the `traces` group does.
+fn bench_replay_end_to_end(c: &mut Criterion) {
+    use pm4core::limits::Limits;
+    use pm4core::replay::{replay, ReplayOptions};
+    use std::cell::RefCell;
+    use std::time::Instant;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces");
+    let mut group = c.benchmark_group("replay_end_to_end");
+    let mut table = Vec::new();
+    for name in ["radv-chain_grow", "radv-frame"] {
+        let trace = Trace::read_file(&dir.join(format!("{name}.pm4t"))).unwrap();
+        let (_, flat) = flatten(&trace, &trace.build_memory().unwrap());
+        let per_frame = header_walk(&flat);
+        let times = ((1u64 << 21) / per_frame).max(1) as usize;
+        let frames = repeated(&trace, times);
+        let options = ReplayOptions {
+            limits: Limits { max_packets: per_frame * times as u64 * 2, ..Limits::default() },
+            ..ReplayOptions::default()
+        };
+        let run = || replay(&frames, &options).summary.packets.total;
+        assert_eq!(run(), per_frame * times as u64, "{name}: the replay runs what the walk walks");
+        let walk = || (0..times).map(|_| header_walk(black_box(&flat))).sum::<u64>();
+        group.throughput(Throughput::Elements((flat.len() * times) as u64));
+        let walk_ns = RefCell::new(Vec::new());
+        group.bench_function(format!("{name}/header_walk"), |b| {
+            b.iter_custom(|iters| {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    black_box(walk());
+                }
+                let elapsed = start.elapsed();
+                walk_ns.borrow_mut().push(elapsed.as_nanos() as f64 / iters as f64);
+                elapsed
+            })
+        });
+        let replay_ns = RefCell::new(Vec::new());
+        group.bench_function(format!("{name}/replay"), |b| {
+            b.iter_custom(|iters| {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    black_box(run());
+                }
+                let elapsed = start.elapsed();
+                replay_ns.borrow_mut().push(elapsed.as_nanos() as f64 / iters as f64);
+                elapsed
+            })
+        });
+        // The best ratio, as in the `traces` group: the fastest of each
+        // over criterion's samples and RATIO_RUNS more taken in turn.
+        let fastest = |samples: &RefCell<Vec<f64>>| samples.borrow().iter().copied().fold(f64::MAX, f64::min);
+        let (mut best_walk, mut best_replay) = (fastest(&walk_ns), fastest(&replay_ns));
+        for _ in 0..RATIO_RUNS {
+            let start = Instant::now();
+            black_box(walk());
+            best_walk = best_walk.min(start.elapsed().as_nanos() as f64);
+            let start = Instant::now();
+            black_box(run());
+            best_replay = best_replay.min(start.elapsed().as_nanos() as f64);
+        }
+        table.push((name, times, median_ns(&walk_ns), median_ns(&replay_ns), best_walk, best_replay));
+    }
+    group.finish();
+    println!(
+        "\n{:<18} {:>7} {:>10} {:>10} {:>7} {:>11}",
+        "trace", "frames", "walk ms", "replay ms", "ratio", "best ratio"
+    );
+    for (name, times, walk, replay, best_walk, best_replay) in table {
+        println!(
+            "{name:<18} {times:>7} {:>10.2} {:>10.2} {:>6.1}% {:>10.1}%",
+            walk / 1e6,
+            replay / 1e6,
+            100.0 * walk / replay,
+            100.0 * best_walk / best_replay
+        );
+    }
+    println!(
+        "(medians, measured apart, and the best ratio: the fastest walk against the fastest replay, over criterion's \
+         samples and {RATIO_RUNS} more of each taken in turn)"
+    );
+}
+
+criterion_group!(
+    benches,
+    bench_streams,
+    bench_real_traces,
+    bench_compute_queues,
+    bench_replay_and_disasm,
+    bench_replay_end_to_end
+);
 criterion_main!(benches);
