@@ -166,6 +166,18 @@ const FLAT_STREAM: u64 = 0x10_0000_0000;
 /// submission's start costs nothing next to its packets.
 const FLAT_DWORDS: usize = 1 << 20;
 
+/// Runs `run` `iters` times for criterion's `iter_custom`, noting the time
+/// per run in `samples` (for the best ratio).
+fn timed(samples: &std::cell::RefCell<Vec<f64>>, iters: u64, mut run: impl FnMut()) -> std::time::Duration {
+    let start = std::time::Instant::now();
+    for _ in 0..iters {
+        run();
+    }
+    let elapsed = start.elapsed();
+    samples.borrow_mut().push(elapsed.as_nanos() as f64 / iters as f64);
+    elapsed
+}
+
 /// Median nanoseconds per iteration over criterion's samples.
 fn median_ns(samples: &std::cell::RefCell<Vec<f64>>) -> f64 {
     let mut v = samples.borrow().clone();
@@ -209,27 +221,19 @@ fn bench_real_traces(c: &mut Criterion) {
         let walk_ns = RefCell::new(Vec::new());
         group.bench_function(format!("{name}/header_walk"), |b| {
             b.iter_custom(|iters| {
-                let start = Instant::now();
-                for _ in 0..iters {
+                timed(&walk_ns, iters, || {
                     black_box(header_walk(black_box(&words)));
-                }
-                let elapsed = start.elapsed();
-                walk_ns.borrow_mut().push(elapsed.as_nanos() as f64 / iters as f64);
-                elapsed
+                })
             })
         });
         let process_ns = RefCell::new(Vec::new());
         group.bench_function(format!("{name}/process"), |b| {
             b.iter_custom(|iters| {
-                let start = Instant::now();
-                for _ in 0..iters {
+                timed(&process_ns, iters, || {
                     processor.submit(FLAT_STREAM, words.len() as u32).unwrap();
                     let mut env = Env { memory: &mut memory, backend: &mut NullBackend, shaders: &mut shaders };
                     black_box(processor.process(&mut env).unwrap());
-                }
-                let elapsed = start.elapsed();
-                process_ns.borrow_mut().push(elapsed.as_nanos() as f64 / iters as f64);
-                elapsed
+                })
             })
         });
         // The best ratio: the fastest walk against the fastest processor
@@ -376,19 +380,7 @@ fn repeated(trace: &Trace, times: usize) -> Trace {
     for (key, value) in trace.info() {
         writer.info(key, value).unwrap();
     }
-    let mut emit = |event: &TraceEvent| {
-        match event {
-            TraceEvent::MemRegion { address, data, .. } => writer.mem(*address, trace.bytes_of(data)),
-            TraceEvent::ZeroRegion { address, len, .. } => writer.zero(*address, *len),
-            TraceEvent::HostWrite { address, data, .. } => writer.host_write(*address, trace.bytes_of(data)),
-            TraceEvent::Submit { queue, address, size_dw, .. } => writer.submit(*queue, *address, *size_dw),
-            TraceEvent::Shader { header_address, code_address, relocated, .. } => {
-                writer.shader(*header_address, *code_address, *relocated)
-            }
-            TraceEvent::Note { .. } | TraceEvent::Ancillary { .. } => Ok(()),
-        }
-        .unwrap()
-    };
+    let mut emit = |event: &TraceEvent| writer.event(trace, event).unwrap();
     events.iter().take(first).for_each(&mut emit);
     let frame = events.get(first..).unwrap_or(&[]);
     assert!(
@@ -432,25 +424,17 @@ fn bench_replay_end_to_end(c: &mut Criterion) {
         let walk_ns = RefCell::new(Vec::new());
         group.bench_function(format!("{name}/header_walk"), |b| {
             b.iter_custom(|iters| {
-                let start = Instant::now();
-                for _ in 0..iters {
+                timed(&walk_ns, iters, || {
                     black_box(walk());
-                }
-                let elapsed = start.elapsed();
-                walk_ns.borrow_mut().push(elapsed.as_nanos() as f64 / iters as f64);
-                elapsed
+                })
             })
         });
         let replay_ns = RefCell::new(Vec::new());
         group.bench_function(format!("{name}/replay"), |b| {
             b.iter_custom(|iters| {
-                let start = Instant::now();
-                for _ in 0..iters {
+                timed(&replay_ns, iters, || {
                     black_box(run());
-                }
-                let elapsed = start.elapsed();
-                replay_ns.borrow_mut().push(elapsed.as_nanos() as f64 / iters as f64);
-                elapsed
+                })
             })
         });
         // The best ratio, as in the `traces` group: the fastest of each

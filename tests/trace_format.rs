@@ -223,18 +223,8 @@ fn real_traces_rewrite_byte_exact() {
             w.info(k, v).unwrap();
         }
         for event in trace.events() {
-            match event {
-                TraceEvent::MemRegion { address, data, .. } => w.mem(*address, trace.bytes_of(data)),
-                TraceEvent::ZeroRegion { address, len, .. } => w.zero(*address, *len),
-                TraceEvent::HostWrite { address, data, .. } => w.host_write(*address, trace.bytes_of(data)),
-                TraceEvent::Submit { queue, address, size_dw, .. } => w.submit(*queue, *address, *size_dw),
-                TraceEvent::Shader { header_address, code_address, relocated, .. } => {
-                    w.shader(*header_address, *code_address, *relocated)
-                }
-                TraceEvent::Note { text, .. } => w.note(text),
-                other => panic!("{name}: unexpected event {other:?}"),
-            }
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(!matches!(event, TraceEvent::Ancillary { .. }), "{name}: unexpected event {event:?}");
+            w.event(&trace, event).unwrap_or_else(|e| panic!("{name}: {e}"));
         }
         assert!(w.finish() == trace.bytes()[..], "{name}: rewrite differs");
     }

@@ -106,28 +106,7 @@ fn check_rewrite(target: &'static str, trace: &Trace) -> Outcome {
         w.info(key, value).map_err(|e| fail(format!("the writer refuses INFO {key}={value}: {e}")))?;
     }
     for event in trace.events() {
-        let written = match event {
-            TraceEvent::MemRegion { address, data, .. } => w.mem(*address, trace.bytes_of(data)),
-            TraceEvent::ZeroRegion { address, len, .. } => w.zero(*address, *len),
-            TraceEvent::HostWrite { address, data, .. } => w.host_write(*address, trace.bytes_of(data)),
-            TraceEvent::Submit { queue, address, size_dw, .. } => w.submit(*queue, *address, *size_dw),
-            TraceEvent::Shader { header_address, code_address, relocated, .. } => {
-                w.shader(*header_address, *code_address, *relocated)
-            }
-            TraceEvent::Note { text, .. } => w.note(text),
-            TraceEvent::Ancillary { chunk, tag } => {
-                let payload = usize::try_from(*chunk)
-                    .ok()
-                    .and_then(|i| trace.chunks().get(i))
-                    .and_then(|c| {
-                        let start = usize::try_from(c.offset).ok()?.checked_add(CHUNK_HEAD_LEN)?;
-                        trace.bytes().get(start..start.checked_add(c.payload_len as usize)?)
-                    })
-                    .unwrap_or(&[]);
-                w.ancillary(*tag, payload)
-            }
-        };
-        written.map_err(|e| fail(format!("the writer refuses {event:?}: {e}")))?;
+        w.event(trace, event).map_err(|e| fail(format!("the writer refuses {event:?}: {e}")))?;
     }
     let again = w.finish_trace().map_err(|e| fail(format!("the rewritten trace does not parse: {e}")))?;
     let regions = |t: &Trace| t.events().iter().filter_map(TraceEvent::region).collect::<Vec<_>>();

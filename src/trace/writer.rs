@@ -2,6 +2,7 @@
 //! rules as the reader, so it never produces a trace the reader refuses.
 
 use super::error::{TraceError, TraceRule};
+use super::event::TraceEvent;
 use super::format::{
     chunk_crc, pad_len, Tag, CHUNK_HEAD_LEN, HEADER_LEN, KNOWN_FLAGS, MAGIC, SHDR_FLAG_RELOCATED, VERSION,
 };
@@ -139,6 +140,56 @@ impl TraceWriter {
             return Err(self.error(TraceRule::InvalidTag { tag }));
         }
         self.push_chunk(tag, &[payload])
+    }
+
+    /// Writes `event` as `trace` holds it (its payload from `trace`'s
+    /// bytes): copying, cutting or repeating a capture event by event.
+    ///
+    /// ```
+    /// use pm4core::trace::{Trace, TraceEvent, TraceWriter};
+    ///
+    /// // A capture of one frame: a command buffer and its submission.
+    /// let mut one = TraceWriter::new();
+    /// one.mem(0x1000, &0xFFFF_1000u32.to_le_bytes()).unwrap(); // a NOP pad
+    /// one.submit(0, 0x1000, 1).unwrap();
+    /// let one = one.finish_trace().unwrap();
+    ///
+    /// // The same memory with the frame's submissions three times over.
+    /// let mut three = TraceWriter::new();
+    /// let is_region = |e: &&TraceEvent| e.region().is_some();
+    /// for event in one.events().iter().filter(is_region) {
+    ///     three.event(&one, event).unwrap();
+    /// }
+    /// for _ in 0..3 {
+    ///     for event in one.events().iter().filter(|e| e.region().is_none()) {
+    ///         three.event(&one, event).unwrap();
+    ///     }
+    /// }
+    /// let three = three.finish_trace().unwrap();
+    /// assert_eq!(three.submissions().count(), 3);
+    /// ```
+    pub fn event(&mut self, trace: &Trace, event: &TraceEvent) -> Result<(), TraceError> {
+        match event {
+            TraceEvent::MemRegion { address, data, .. } => self.mem(*address, trace.bytes_of(data)),
+            TraceEvent::ZeroRegion { address, len, .. } => self.zero(*address, *len),
+            TraceEvent::HostWrite { address, data, .. } => self.host_write(*address, trace.bytes_of(data)),
+            TraceEvent::Submit { queue, address, size_dw, .. } => self.submit(*queue, *address, *size_dw),
+            TraceEvent::Shader { header_address, code_address, relocated, .. } => {
+                self.shader(*header_address, *code_address, *relocated)
+            }
+            TraceEvent::Note { text, .. } => self.note(text),
+            TraceEvent::Ancillary { chunk, tag } => {
+                let payload = usize::try_from(*chunk)
+                    .ok()
+                    .and_then(|i| trace.chunks().get(i))
+                    .and_then(|c| {
+                        let start = usize::try_from(c.offset).ok()?.checked_add(CHUNK_HEAD_LEN)?;
+                        trace.bytes().get(start..start.checked_add(c.payload_len as usize)?)
+                    })
+                    .unwrap_or(&[]);
+                self.ancillary(*tag, payload)
+            }
+        }
     }
 
     /// Ends the trace with `END ` and returns the file's bytes.
