@@ -817,6 +817,9 @@ fn run_packets(
                     memory: WatchedMemory::new(env.memory, window_range),
                     backend: &mut *env.backend,
                     shaders: env.shaders,
+                    // The view's buffer, for every packet of the view:
+                    // each packet sets only its offset (the view ends
+                    // when a handler moves to another buffer).
                     location: location_at(buffer, size, offset, 0),
                     opcode: header.opcode(),
                 },
@@ -1245,10 +1248,9 @@ fn run_handler<const PLAIN: bool>(
     }
     let ctx = &mut view.ctx;
     // The location field by field, from locals (a copy of a struct just
-    // stored field by field is slow), in the context and in the packet.
+    // stored field by field is slow), in the context (whose buffer the view
+    // set) and in the packet.
     let offset_dw = offset + at as u32;
-    ctx.location.buffer = buffer;
-    ctx.location.buffer_size_dw = size;
     ctx.location.offset_dw = offset_dw;
     ctx.opcode = Opcode(opcode);
     let mut packet =
