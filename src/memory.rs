@@ -522,7 +522,69 @@ struct Region {
     len: u64,
     backing: Backing,
     /// Pages written since mapping, keyed by page index inside the region.
-    pages: BTreeMap<u64, Box<[u8; PAGE_SIZE]>>,
+    pages: BTreeMap<u64, Page>,
+}
+
+/// A written page of a [`Region`]: its bytes, or four bytes repeated over
+/// the whole page, which is what a fill of the whole page (or a copy of a
+/// whole page holding one) leaves, kept as the four bytes rather than
+/// written 4 KiB at a time. The page's buffer stays allocated either way:
+/// a later write into part of the page writes the pattern into it first
+/// (no allocation), then the write.
+#[derive(Clone)]
+struct Page {
+    bytes: Box<[u8; PAGE_SIZE]>,
+    /// When set, byte `i` of the page is `pattern[i % 4]` and `bytes` is
+    /// stale.
+    pattern: Option<[u8; 4]>,
+}
+
+impl Page {
+    /// The page's bytes, writable: the pattern written out first when the
+    /// page holds one.
+    fn bytes_mut(&mut self) -> &mut [u8; PAGE_SIZE] {
+        if let Some(pattern) = self.pattern.take() {
+            fill_pattern(&mut self.bytes[..], pattern);
+        }
+        &mut self.bytes
+    }
+
+    /// Copies the page's bytes from `in_page` on into `out` (which fits).
+    fn read(&self, in_page: usize, out: &mut [u8]) {
+        match self.pattern {
+            Some(pattern) => fill_pattern(out, rotate_pattern(pattern, in_page)),
+            None => {
+                if let Some(src) = self.bytes.get(in_page..in_page + out.len()) {
+                    out.copy_from_slice(src);
+                }
+            }
+        }
+    }
+}
+
+/// `pattern` seen from `phase` bytes in: byte `i` of the result is byte
+/// `(phase + i) % 4` of `pattern`.
+fn rotate_pattern(pattern: [u8; 4], phase: usize) -> [u8; 4] {
+    // Little-endian: byte `k` of the word is bits 8k..8k+8.
+    u32::from_le_bytes(pattern).rotate_right(8 * (phase % 4) as u32).to_le_bytes()
+}
+
+/// Writes `pattern` repeated over `out` (byte `i` is `pattern[i % 4]`),
+/// 64 bytes at a time.
+fn fill_pattern(out: &mut [u8], pattern: [u8; 4]) {
+    let mut block = [0u8; 64];
+    for chunk in block.chunks_exact_mut(4) {
+        chunk.copy_from_slice(&pattern);
+    }
+    let mut blocks = out.chunks_exact_mut(64);
+    for chunk in blocks.by_ref() {
+        chunk.copy_from_slice(&block);
+    }
+    let rest = blocks.into_remainder();
+    let n = rest.len();
+    if let Some(src) = block.get(..n) {
+        rest.copy_from_slice(src);
+    }
 }
 
 impl Region {
@@ -550,7 +612,7 @@ impl Region {
             let n = out.len().min(PAGE_SIZE - in_page);
             let (head, tail) = out.split_at_mut(n);
             if let Some(p) = self.pages.get(&page) {
-                head.copy_from_slice(&p[in_page..in_page + n]);
+                p.read(in_page, head);
             } else {
                 match &self.backing {
                     Backing::Zero => head.fill(0),
@@ -586,28 +648,56 @@ impl Region {
 
     /// Writes `len` bytes from `offset` page by page, in place: `source(done,
     /// out)` fills `out` with the bytes from `done` bytes into the write on.
-    fn write_with(&mut self, mut offset: u64, len: u64, source: &mut dyn FnMut(usize, &mut [u8])) {
+    /// `whole(done)` says, for a piece covering a whole page, whether its
+    /// bytes are four bytes repeated (which, from its first on): the page
+    /// then keeps just them (see [`Page`]).
+    fn write_with(
+        &mut self,
+        mut offset: u64,
+        len: u64,
+        source: &mut dyn FnMut(usize, &mut [u8]),
+        whole: &mut dyn FnMut(usize) -> Option<[u8; 4]>,
+    ) {
         let mut done = 0usize;
         let len = usize::try_from(len).unwrap_or(usize::MAX);
         while done < len {
             let page = offset / PAGE_SIZE as u64;
             let in_page = (offset % PAGE_SIZE as u64) as usize;
             let n = (len - done).min(PAGE_SIZE - in_page);
+            let pattern = if n == PAGE_SIZE { whole(done) } else { None };
             // One lookup for a page copied before; a page written for the
             // first time is copied from the backing, written, then kept.
-            match self.pages.get_mut(&page) {
-                Some(p) => source(done, &mut p[in_page..in_page + n]),
-                None => {
+            match (self.pages.get_mut(&page), pattern) {
+                (Some(p), Some(pattern)) => p.pattern = Some(pattern),
+                (Some(p), None) => source(done, &mut p.bytes_mut()[in_page..in_page + n]),
+                (None, Some(pattern)) => {
+                    self.pages.insert(page, Page { bytes: Box::new([0u8; PAGE_SIZE]), pattern: Some(pattern) });
+                }
+                (None, None) => {
                     let mut fresh = Box::new([0u8; PAGE_SIZE]);
                     let page_start = page * PAGE_SIZE as u64;
                     let page_len = (self.len - page_start).min(PAGE_SIZE as u64) as usize;
                     self.read(page_start, &mut fresh[..page_len]);
                     source(done, &mut fresh[in_page..in_page + n]);
-                    self.pages.insert(page, fresh);
+                    self.pages.insert(page, Page { bytes: fresh, pattern: None });
                 }
             }
             done += n;
             offset += n as u64;
+        }
+    }
+
+    /// The four bytes repeated over the whole page at `offset` (a page
+    /// boundary inside the region), when it is known to hold them without
+    /// looking at its bytes: a page kept as a pattern, or an unwritten page
+    /// of a zero region.
+    fn page_pattern(&self, offset: u64) -> Option<[u8; 4]> {
+        if offset % PAGE_SIZE as u64 != 0 || offset.checked_add(PAGE_SIZE as u64)? > self.len {
+            return None;
+        }
+        match self.pages.get(&(offset / PAGE_SIZE as u64)) {
+            Some(page) => page.pattern,
+            None => matches!(self.backing, Backing::Zero).then_some([0; 4]),
         }
     }
 }
@@ -789,21 +879,25 @@ impl Regions {
     }
 
     fn write(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryError> {
-        self.write_with(address, data.len() as u64, &mut |done, out| {
+        let mut source = |done: usize, out: &mut [u8]| {
             if let Some(src) = data.get(done..done + out.len()) {
                 out.copy_from_slice(src);
             }
-        })
+        };
+        self.write_with(address, data.len() as u64, &mut source, &mut |_| None)
     }
 
     /// Writes `len` bytes at `address` in place, page by page:
     /// `source(done, out)` gives the bytes from `done` bytes into the write
-    /// on. Charged and checked like any write before a byte lands.
+    /// on, `whole(done)` the pattern of a piece covering a whole page when
+    /// it has one (see [`Region::write_with`]). Charged and checked like any
+    /// write before a byte lands.
     fn write_with(
         &mut self,
         address: u64,
         len: u64,
         source: &mut dyn FnMut(usize, &mut [u8]),
+        whole: &mut dyn FnMut(usize) -> Option<[u8; 4]>,
     ) -> Result<(), MemoryError> {
         if let Some(index) = self.region_index(address) {
             let end = check_range(address, len)?;
@@ -813,10 +907,11 @@ impl Regions {
                 // Inside one page written before (most packet writes): one
                 // page lookup, no page to charge.
                 let in_page = (offset % PAGE_SIZE as u64) as usize;
-                if len > 0 && in_page as u64 + len <= PAGE_SIZE as u64 {
+                // (A whole page goes the long way, which may keep a pattern.)
+                if len > 0 && len < PAGE_SIZE as u64 && in_page as u64 + len <= PAGE_SIZE as u64 {
                     self.charge_bytes(address, len)?;
                     let page = self.list.get_mut(index).and_then(|r| r.pages.get_mut(&(offset / PAGE_SIZE as u64)));
-                    if let Some(bytes) = page.and_then(|p| p.get_mut(in_page..in_page + len as usize)) {
+                    if let Some(bytes) = page.and_then(|p| p.bytes_mut().get_mut(in_page..in_page + len as usize)) {
                         source(0, bytes);
                         self.bytes_written = self.bytes_written.saturating_add(len);
                         return Ok(());
@@ -825,7 +920,7 @@ impl Regions {
                 let region = &self.list[index];
                 let new_pages = region.missing_pages(offset, len);
                 self.charge_write(address, len, new_pages)?;
-                self.list[index].write_with(offset, len, source);
+                self.list[index].write_with(offset, len, source, whole);
                 return Ok(());
             }
         }
@@ -834,7 +929,7 @@ impl Regions {
         self.charge_write(address, len, new_pages)?;
         for &(index, offset, at, n) in pieces.iter() {
             let at = at as usize;
-            self.list[index].write_with(offset, n, &mut |done, out| source(at + done, out));
+            self.list[index].write_with(offset, n, &mut |done, out| source(at + done, out), &mut |done| whole(at + done));
         }
         Ok(())
     }
@@ -866,7 +961,14 @@ impl Regions {
             let (left, right) = self.list.split_at_mut(src_index);
             (right.first()?, left.get_mut(dst_index)?)
         };
-        destination.write_with(dst_offset, len, &mut |done, out| source.read(src_offset + done as u64, out));
+        // A whole page from a page holding a pattern (or from an unwritten
+        // page of a zero region) takes just the pattern.
+        destination.write_with(
+            dst_offset,
+            len,
+            &mut |done, out| source.read(src_offset + done as u64, out),
+            &mut |done| source.page_pattern(src_offset + done as u64),
+        );
         Some(Ok(()))
     }
 }
@@ -1099,24 +1201,20 @@ impl GuestMemory for SparseMemory {
         if regions.pieces(address, len).is_err() {
             return Err(MemoryError::Unmapped { address, len });
         }
-        // The pattern over a page and three bytes more: any page's piece of
-        // the fill is one slice of it, from the fill's phase in the pattern.
-        let words = [u32::from_ne_bytes(pattern.to_le_bytes()); PAGE_SIZE / 4 + 1];
-        let repeated: &[u8] = bytemuck::cast_slice(&words);
-        let mut source = |done: usize, out: &mut [u8]| {
-            let phase = done % 4;
-            if let Some(src) = repeated.get(phase..phase + out.len()) {
-                out.copy_from_slice(src);
-            }
-        };
+        // Any piece of the fill is the pattern from the fill's phase there;
+        // a whole page keeps just the pattern (see `Page`).
+        let pattern = pattern.to_le_bytes();
+        let mut source = |done: usize, out: &mut [u8]| fill_pattern(out, rotate_pattern(pattern, done));
+        let mut whole = |done: usize| Some(rotate_pattern(pattern, done));
         // The whole fill in place when it fits the write budget and the
         // written-memory cap (a refused write lands nothing); otherwise in
         // 256-byte writes, so the refusal names the first write past them.
-        if regions.write_with(address, len, &mut source).is_err() {
+        if regions.write_with(address, len, &mut source, &mut whole).is_err() {
             let mut done = 0u64;
             while done < len {
                 let n = (len - done).min(256);
-                regions.write_with(address + done, n, &mut |at, out| source(done as usize + at, out))?;
+                let at = done as usize;
+                regions.write_with(address + done, n, &mut |d, out| source(at + d, out), &mut |_| None)?;
                 done += n;
             }
         }

@@ -75,7 +75,7 @@ const UCONFIG_REGISTERS: [u32; 4] =
 fn packet() -> impl Strategy<Value = Packet> {
     let predicate = prop::bool::weighted(0.1);
     prop_oneof![
-        3 => (1..12usize).prop_map(Packet::Pads),
+        3 => (1..40usize).prop_map(Packet::Pads),
         6 => (predicate, register_body(space::SH_SIZE))
             .prop_map(|(p, body)| Packet::Type3(Opcode::SET_SH_REG, p, body)),
         4 => (predicate, register_body(space::CONTEXT_SIZE))

@@ -400,6 +400,36 @@ fn a_run_of_pads_is_cut_by_the_slice_and_the_work_budget() {
     let err = h.run(&cmd).unwrap_err();
     assert!(matches!(err, Pm4Error::WorkBudgetExhausted { location, budget: 6 } if location.offset_dw == 6), "{err}");
     assert_eq!(h.processor.stats().opcode_count(Opcode::NOP), 6);
+
+    // Long runs (counted eight at a time past the first eight): 45 pads,
+    // a register write, 3 pads, in slices of 19 packets, then a budget
+    // ending inside the eight-at-a-time part and inside its tail.
+    let cmd = Cmd::new().raw(&[NOP_PAD; 45]).set_sh(r::SPI_SHADER_USER_DATA_GS_0, &[9]).raw(&[NOP_PAD; 3]);
+    let mut h = Harness::new();
+    h.map(0x1000, &cmd);
+    h.submit(0x1000, cmd.len());
+    let mut counts = Vec::new();
+    loop {
+        let mut env =
+            pm4core::processor::Env { memory: &mut h.memory, backend: &mut h.backend, shaders: &mut h.shaders };
+        let status = h.processor.process_slice(&mut env, 19).unwrap();
+        let s = h.processor.stats();
+        counts.push((s.packets, s.opcode_count(Opcode::NOP), h.processor.register(r::SPI_SHADER_USER_DATA_GS_0)));
+        if status == ProcessStatus::Completed {
+            break;
+        }
+    }
+    assert_eq!(counts, [(19, 19, 0), (38, 38, 0), (49, 48, 9)]);
+    for budget in [21, 43] {
+        let config = ProcessorConfig { work_budget: budget, ..Default::default() };
+        let mut h = Harness::with_config(QueueId::GRAPHICS, config);
+        let err = h.run(&cmd).unwrap_err();
+        assert!(
+            matches!(err, Pm4Error::WorkBudgetExhausted { location, .. } if u64::from(location.offset_dw) == budget),
+            "{err}"
+        );
+        assert_eq!(h.processor.stats().opcode_count(Opcode::NOP), budget);
+    }
 }
 
 #[test]

@@ -966,8 +966,7 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
                 // padding) counted in one go, within the packets left.
                 if h >> 8 == PAD_HEADER >> 8 {
                     let limit = usize::try_from(left).unwrap_or(usize::MAX).min(packet.len());
-                    let more = packet.get(1..limit).unwrap_or_default();
-                    let run = 1 + more.iter().take_while(|&&w| w >> 8 == PAD_HEADER >> 8).count();
+                    let run = 1 + pad_run(packet.get(1..limit).unwrap_or_default());
                     view.by_opcode[usize::from(Opcode::NOP.0)] += run as u64;
                     at += run;
                     left -= run as u64;
@@ -1064,6 +1063,28 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
     };
     view.settle(left);
     (at, stop)
+}
+
+/// How many one-dword NOP pads `words` starts with: one at a time up to
+/// eight (most runs are short), then eight at a time while eight in a row
+/// are pads (one vector compare, where the target has them), then one at
+/// a time again.
+#[inline(always)]
+fn pad_run(words: &[u32]) -> usize {
+    let is_pad = |w: u32| w >> 8 == PAD_HEADER >> 8;
+    let short = words.iter().take(8).take_while(|&&w| is_pad(w)).count();
+    if short < 8 {
+        return short;
+    }
+    let mut run = short;
+    let rest = words.get(run..).unwrap_or_default();
+    for chunk in rest.chunks_exact(8) {
+        if !chunk.iter().fold(true, |all, &w| all & is_pad(w)) {
+            break;
+        }
+        run += 8;
+    }
+    run + words.get(run..).unwrap_or_default().iter().take_while(|&&w| is_pad(w)).count()
 }
 
 /// The header of a one-dword NOP pad: type 3, count 0x3FFF, NOP (the low
