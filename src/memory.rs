@@ -521,8 +521,89 @@ struct Region {
     start: u64,
     len: u64,
     backing: Backing,
-    /// Pages written since mapping, keyed by page index inside the region.
-    pages: BTreeMap<u64, Page>,
+    /// Pages written since mapping, by page index inside the region.
+    pages: Pages,
+}
+
+/// The written pages of a [`Region`]: kept in the order they were first
+/// written (never removed), with an ordered index from page number to
+/// place for the range questions (how many in a range, the first at or
+/// after a page). A lookup tries the place the last one found, then the
+/// one after it (accesses in a row mostly hit one page, or walk pages
+/// written in order, as a fill or copy does), before the index. The hint
+/// is only a hint: the page at a place says which page it is.
+#[derive(Clone, Default)]
+struct Pages {
+    slots: Vec<(u64, Page)>,
+    index: BTreeMap<u64, usize>,
+    last: Hint,
+}
+
+impl Pages {
+    /// The place of `page`, if written.
+    #[inline]
+    fn slot(&self, page: u64) -> Option<usize> {
+        if let Some(slot) = self.hinted(page) {
+            return Some(slot);
+        }
+        let slot = *self.index.get(&page)?;
+        self.last.0.store(slot, Ordering::Relaxed);
+        Some(slot)
+    }
+
+    /// The place of `page` when it is the hint's or the next one.
+    #[inline]
+    fn hinted(&self, page: u64) -> Option<usize> {
+        let last = self.last.0.load(Ordering::Relaxed);
+        let guess = [last, last.wrapping_add(1)]
+            .into_iter()
+            .find(|&guess| self.slots.get(guess).is_some_and(|&(p, _)| p == page))?;
+        self.last.0.store(guess, Ordering::Relaxed);
+        Some(guess)
+    }
+
+    #[inline]
+    fn get(&self, page: u64) -> Option<&Page> {
+        let slot = self.slot(page)?;
+        self.slots.get(slot).map(|(_, p)| p)
+    }
+
+    #[inline]
+    fn get_mut(&mut self, page: u64) -> Option<&mut Page> {
+        let slot = self.slot(page)?;
+        self.slots.get_mut(slot).map(|(_, p)| p)
+    }
+
+    /// Adds `page`, not written before.
+    fn insert(&mut self, page: u64, content: Page) {
+        let slot = self.slots.len();
+        self.slots.push((page, content));
+        self.index.insert(page, slot);
+        self.last.0.store(slot, Ordering::Relaxed);
+    }
+
+    /// How many of pages `first..=last` are written.
+    fn count_in(&self, first: u64, last: u64) -> u64 {
+        // A short range page by page; a long one too while the hint finds
+        // each (pages written in order, as a fill or a copy wrote them),
+        // else in one walk over the index.
+        if last - first < 4 {
+            return (first..=last).filter(|&page| self.slot(page).is_some()).count() as u64;
+        }
+        if self.slot(first).is_some() && (first + 1..=last).all(|page| self.hinted(page).is_some()) {
+            return last - first + 1;
+        }
+        self.index.range(first..=last).count() as u64
+    }
+
+    /// The first written page at or after `page`.
+    fn first_from(&self, page: u64) -> Option<u64> {
+        self.index.range(page..).next().map(|(&p, _)| p)
+    }
+
+    fn len(&self) -> usize {
+        self.slots.len()
+    }
 }
 
 /// A written page of a [`Region`]: its bytes, or four bytes repeated over
@@ -611,7 +692,7 @@ impl Region {
             let in_page = (offset % PAGE_SIZE as u64) as usize;
             let n = out.len().min(PAGE_SIZE - in_page);
             let (head, tail) = out.split_at_mut(n);
-            if let Some(p) = self.pages.get(&page) {
+            if let Some(p) = self.pages.get(page) {
                 p.read(in_page, head);
             } else {
                 match &self.backing {
@@ -641,8 +722,7 @@ impl Region {
         }
         let first = offset / PAGE_SIZE as u64;
         let last = (offset + len - 1) / PAGE_SIZE as u64;
-        // One walk over the copied pages in the range, not a lookup per page.
-        let copied = self.pages.range(first..=last).count() as u64;
+        let copied = self.pages.count_in(first, last);
         (last - first + 1).saturating_sub(copied)
     }
 
@@ -667,7 +747,7 @@ impl Region {
             let pattern = if n == PAGE_SIZE { whole(done) } else { None };
             // One lookup for a page copied before; a page written for the
             // first time is copied from the backing, written, then kept.
-            match (self.pages.get_mut(&page), pattern) {
+            match (self.pages.get_mut(page), pattern) {
                 (Some(p), Some(pattern)) => p.pattern = Some(pattern),
                 (Some(p), None) => source(done, &mut p.bytes_mut()[in_page..in_page + n]),
                 (None, Some(pattern)) => {
@@ -695,7 +775,7 @@ impl Region {
         if offset % PAGE_SIZE as u64 != 0 || offset.checked_add(PAGE_SIZE as u64)? > self.len {
             return None;
         }
-        match self.pages.get(&(offset / PAGE_SIZE as u64)) {
+        match self.pages.get(offset / PAGE_SIZE as u64) {
             Some(page) => page.pattern,
             None => matches!(self.backing, Backing::Zero).then_some([0; 4]),
         }
@@ -716,7 +796,7 @@ struct Regions {
     /// Most bytes that may be written ([`SparseMemory::set_write_budget`]).
     write_budget: u64,
     /// The region the last lookup found (see [`Regions::region_index`]).
-    last: LastRegion,
+    last: Hint,
     /// Bumped on every successful write (host or packet), under the lock
     /// the write holds (see [`SparseMemory::write_generation`]).
     generation: u64,
@@ -730,24 +810,25 @@ impl Default for Regions {
             page_limit: u64::MAX,
             bytes_written: 0,
             write_budget: u64::MAX,
-            last: LastRegion::default(),
+            last: Hint::default(),
             generation: 0,
         }
     }
 }
 
-/// The index of the region a lookup last found: accesses in a row mostly
-/// hit one region (a fence's, a query buffer's, a DMA's), so a lookup
-/// tries it before searching the list. Only a hint: it is checked against
-/// the list each time (regions never overlap), so a stale one (after a
-/// mapping, or another reader's lookup) just costs the search. Relaxed
-/// atomics, because readers share the lock.
+/// Where a lookup last found what it looked for (the index of a region in
+/// the list, the place of a page in its region's pages): accesses in a row
+/// mostly hit one region (a fence's, a query buffer's, a DMA's) and one
+/// page, so a lookup tries it before searching. Only a hint: it is checked
+/// each time (the region holds the address, the place holds the page), so
+/// a stale one (after a mapping, or another reader's lookup) just costs the
+/// search. Relaxed atomics, because readers share the lock.
 #[derive(Default)]
-struct LastRegion(AtomicUsize);
+struct Hint(AtomicUsize);
 
-impl Clone for LastRegion {
+impl Clone for Hint {
     fn clone(&self) -> Self {
-        LastRegion(AtomicUsize::new(self.0.load(Ordering::Relaxed)))
+        Hint(AtomicUsize::new(self.0.load(Ordering::Relaxed)))
     }
 }
 
@@ -835,13 +916,23 @@ impl Regions {
         let Backing::Shared { bytes, offset: base } = &region.backing else { return None };
         let offset = address - region.start;
         let mut end = region.len;
-        if let Some((&page, _)) = region.pages.range(offset / PAGE_SIZE as u64..).next() {
+        if let Some(page) = region.pages.first_from(offset / PAGE_SIZE as u64) {
             end = end.min(page * PAGE_SIZE as u64);
         }
         let start = usize::try_from(offset).ok()?.checked_add(*base)?;
         let in_region = usize::try_from(end.checked_sub(offset)? / 4).ok()?;
         let in_bytes = bytes.len().checked_sub(start)? / 4;
         LentDwords::new(Arc::clone(bytes), start, max_dw.min(in_region).min(in_bytes))
+    }
+
+    /// Whether `[address, address + len)` is all mapped: one region's
+    /// check when one holds it (almost every access), else its pieces'.
+    fn is_mapped(&self, address: u64, len: u64) -> bool {
+        let in_one = self
+            .region_index(address)
+            .and_then(|index| self.list.get(index))
+            .is_some_and(|region| check_range(address, len).is_ok_and(|end| end <= region.end()));
+        in_one || self.pieces(address, len).is_ok()
     }
 
     /// The pieces of an access `(region_index, offset_in_region,
@@ -910,7 +1001,7 @@ impl Regions {
                 // (A whole page goes the long way, which may keep a pattern.)
                 if len > 0 && len < PAGE_SIZE as u64 && in_page as u64 + len <= PAGE_SIZE as u64 {
                     self.charge_bytes(address, len)?;
-                    let page = self.list.get_mut(index).and_then(|r| r.pages.get_mut(&(offset / PAGE_SIZE as u64)));
+                    let page = self.list.get_mut(index).and_then(|r| r.pages.get_mut(offset / PAGE_SIZE as u64));
                     if let Some(bytes) = page.and_then(|p| p.bytes_mut().get_mut(in_page..in_page + len as usize)) {
                         source(0, bytes);
                         self.bytes_written = self.bytes_written.saturating_add(len);
@@ -929,7 +1020,8 @@ impl Regions {
         self.charge_write(address, len, new_pages)?;
         for &(index, offset, at, n) in pieces.iter() {
             let at = at as usize;
-            self.list[index].write_with(offset, n, &mut |done, out| source(at + done, out), &mut |done| whole(at + done));
+            self.list[index]
+                .write_with(offset, n, &mut |done, out| source(at + done, out), &mut |done| whole(at + done));
         }
         Ok(())
     }
@@ -1045,7 +1137,7 @@ impl SparseMemory {
         let mut regions = self.regions.write();
         let index = regions.check_new_region(address, len)?;
         if len > 0 {
-            regions.list.insert(index, Region { start: address, len, backing: Backing::Zero, pages: BTreeMap::new() });
+            regions.list.insert(index, Region { start: address, len, backing: Backing::Zero, pages: Pages::default() });
         }
         Ok(())
     }
@@ -1065,7 +1157,7 @@ impl SparseMemory {
                     start: address,
                     len: len as u64,
                     backing: Backing::Shared { bytes, offset },
-                    pages: BTreeMap::new(),
+                    pages: Pages::default(),
                 },
             );
         }
@@ -1172,7 +1264,7 @@ impl GuestMemory for SparseMemory {
     }
 
     fn is_mapped(&self, address: u64, len: u64) -> bool {
-        self.regions.read().pieces(address, len).is_ok()
+        self.regions.read().is_mapped(address, len)
     }
 
     fn atomic_update_u32(&self, address: u64, update: &mut dyn FnMut(u32) -> u32) -> Result<u32, MemoryError> {
@@ -1198,7 +1290,7 @@ impl GuestMemory for SparseMemory {
     fn fill(&self, address: u64, len: u64, pattern: u32) -> Result<(), MemoryError> {
         check_range(address, len)?;
         let mut regions = self.regions.write();
-        if regions.pieces(address, len).is_err() {
+        if !regions.is_mapped(address, len) {
             return Err(MemoryError::Unmapped { address, len });
         }
         // Any piece of the fill is the pattern from the fill's phase there;
@@ -1226,10 +1318,10 @@ impl GuestMemory for SparseMemory {
         check_range(src, len)?;
         check_range(dst, len)?;
         let mut regions = self.regions.write();
-        if regions.pieces(src, len).is_err() {
+        if !regions.is_mapped(src, len) {
             return Err(MemoryError::Unmapped { address: src, len });
         }
-        if regions.pieces(dst, len).is_err() {
+        if !regions.is_mapped(dst, len) {
             return Err(MemoryError::Unmapped { address: dst, len });
         }
         if let Some(result) = regions.copy_across(dst, src, len) {
@@ -1357,6 +1449,31 @@ mod tests {
         for (i, b) in page[1..0x1801].iter().enumerate() {
             assert_eq!(*b, [0xD4, 0xC3, 0xB2, 0xA1][i % 4], "byte {i}");
         }
+    }
+
+    #[test]
+    fn written_pages_are_found_and_counted_whatever_the_hint() {
+        // Pages written out of order, some not at all: every lookup and
+        // every count of a range (short, long, hint right or stale) agrees
+        // with the set of pages written.
+        let mut pages = Pages::default();
+        let written = [7u64, 8, 9, 10, 11, 30, 2, 3, 20, 21, 22, 23, 24, 25, 26, 0];
+        for &page in &written {
+            pages.insert(page, Page { bytes: Box::new([page as u8; PAGE_SIZE]), pattern: None });
+        }
+        for hint in [0, 4, 9, 15, 16, usize::MAX] {
+            for first in 0..32u64 {
+                for last in first..32 {
+                    pages.last.0.store(hint, Ordering::Relaxed);
+                    let want = written.iter().filter(|&&p| (first..=last).contains(&p)).count() as u64;
+                    assert_eq!(pages.count_in(first, last), want, "{first}..={last}, hint {hint}");
+                }
+                let found = pages.get(first).map(|p| p.bytes[0]);
+                assert_eq!(found, written.contains(&first).then_some(first as u8), "page {first}");
+            }
+        }
+        assert_eq!(pages.first_from(12), Some(20));
+        assert_eq!(pages.first_from(31), None);
     }
 
     #[test]

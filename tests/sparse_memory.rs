@@ -60,7 +60,8 @@ fn length() -> impl Strategy<Value = u64> {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        (address(), proptest::collection::vec(any::<u8>(), 1..40)).prop_map(|(address, data)| Op::Write { address, data }),
+        (address(), proptest::collection::vec(any::<u8>(), 1..40))
+            .prop_map(|(address, data)| Op::Write { address, data }),
         (address(), length(), prop_oneof![Just(0u32), Just(0xDEAD_BEEF), any::<u32>()])
             .prop_map(|(address, len, pattern)| Op::Fill { address, len, pattern }),
         (address(), address(), length()).prop_map(|(dst, src, len)| Op::Copy { dst, src, len }),
