@@ -120,12 +120,69 @@ fn packet() -> impl Strategy<Value = Packet> {
             let flags = op << 16 | u32::from(visible) << 8;
             Packet::Type3(Opcode::SET_PREDICATION, false, vec![flags, SCRATCH as u32, (SCRATCH >> 32) as u32])
         }),
+        3 => (predicate, memory_packet()).prop_map(|(p, (opcode, body))| Packet::Type3(opcode, p, body)),
         1 => any::<u32>().prop_map(Packet::Raw),
     ]
 }
 
-/// A zeroed region, where predication reads its value.
+/// Where a generated packet writes: the scratch region, or the command
+/// buffer itself (which makes the loop drop the dwords it holds).
+fn target() -> impl Strategy<Value = u64> {
+    prop_oneof![3 => (0..16u64).prop_map(|k| SCRATCH + 4 * k), 1 => (0..24u64).prop_map(|k| COMMANDS + 4 * k)]
+}
+
+/// The plain handlers' packets (events, releases, memory writes, fills
+/// and copies, context control, clear state), well formed or not.
+fn memory_packet() -> impl Strategy<Value = (Opcode, Vec<u32>)> {
+    let lo_hi = |a: u64| [a as u32, (a >> 32) as u32];
+    prop_oneof![
+        (target(), prop::collection::vec(any::<u32>(), 1..4)).prop_map(move |(a, values)| {
+            let mut body = vec![5 << 8 | 1 << 20];
+            body.extend(lo_hi(a));
+            body.extend(values);
+            (Opcode::WRITE_DATA, body)
+        }),
+        (target(), target(), 0..40u32, any::<bool>(), any::<u32>()).prop_map(move |(dst, src, len, fill, data)| {
+            // A fill of DATA, or a copy from memory; the count in bytes.
+            let (word0, src) = if fill { (2 << 29, [data, 0]) } else { (0, lo_hi(src)) };
+            let mut body = vec![word0, src[0], src[1]];
+            body.extend(lo_hi(dst));
+            body.push(len * 4);
+            (Opcode::DMA_DATA, body)
+        }),
+        (target(), any::<u32>(), 0..4u32).prop_map(move |(a, data, int_sel)| {
+            let mut body = vec![0x28 | 5 << 8, 1 << 29 | int_sel << 24];
+            body.extend(lo_hi(a));
+            body.extend([data, 0, 0]);
+            (Opcode::RELEASE_MEM, body)
+        }),
+        (target(), prop::sample::select(vec![0x15u32, 0x16, 0x28, 0x04])).prop_map(move |(a, event)| {
+            let mut body = vec![event | 1 << 8];
+            body.extend(lo_hi(a));
+            (Opcode::EVENT_WRITE, body)
+        }),
+        (
+            prop::sample::select(vec![
+                Opcode::EVENT_WRITE,
+                Opcode::ACQUIRE_MEM,
+                Opcode::PFP_SYNC_ME,
+                Opcode::CONTEXT_CONTROL,
+                Opcode::CLEAR_STATE,
+                Opcode::SURFACE_SYNC,
+                Opcode::PREAMBLE_CNTL,
+            ]),
+            small_body(),
+        ),
+        Just((Opcode::CONTEXT_CONTROL, vec![0x8000_0001, 0x8000_0001])),
+        Just((Opcode::CLEAR_STATE, vec![0])),
+    ]
+}
+
+/// A zeroed region, where predication reads its value and generated
+/// packets write.
 const SCRATCH: u64 = 0x10_0000;
+/// Where the stream is mapped.
+const COMMANDS: u64 = 0x1000;
 
 /// What a run did, compared between the two paths.
 #[derive(Debug, PartialEq)]
@@ -140,6 +197,8 @@ struct Effects {
     uconfig: Vec<(u32, u32)>,
     /// The processor's counts.
     stats: String,
+    /// The first bytes of the scratch region and of the command buffer.
+    memory: Vec<u32>,
 }
 
 /// The recording backend, plus each draw's place, changed state groups
@@ -167,14 +226,14 @@ impl Forward for Recorder {
 
 fn run(words: &[u32], general: bool, graphics: bool, slice: u64, work_budget: u64) -> Effects {
     let memory = SparseMemory::new();
-    memory.map_dwords(0x1000, words).unwrap();
+    memory.map_dwords(COMMANDS, words).unwrap();
     memory.map_zeroed(SCRATCH, 0x1_0000).unwrap();
     let queue = if graphics { QueueId::GRAPHICS } else { QueueId::compute(0, 0).unwrap() };
     let config = ProcessorConfig { report_packets: general, work_budget, ..ProcessorConfig::default() };
     let mut processor = Processor::with_config(queue, config);
     let mut backend = Recorder::default();
     let shaders = ShaderRegistry::new();
-    processor.submit(0x1000, words.len() as u32).unwrap();
+    processor.submit(COMMANDS, words.len() as u32).unwrap();
     let mut results = Vec::new();
     for _ in 0..64 {
         let mut env = Env { memory: &memory, backend: &mut backend, shaders: &shaders };
@@ -197,6 +256,14 @@ fn run(words: &[u32], general: bool, graphics: bool, slice: u64, work_budget: u6
         registers: processor.registers().iter_nonzero().collect(),
         uconfig,
         stats: format!("{:?}", processor.stats()),
+        memory: [(SCRATCH, 32), (COMMANDS, 32.min(words.len()))]
+            .iter()
+            .flat_map(|&(a, n)| {
+                let mut dwords = vec![0u32; n];
+                pm4core::memory::GuestMemory::read_dwords(&memory, a, &mut dwords).unwrap();
+                dwords
+            })
+            .collect(),
     }
 }
 

@@ -41,7 +41,34 @@ pub(crate) struct PendingSubmission {
 /// them (the trace format's WRIT rule orders writes with submissions).
 pub(crate) enum HostOp {
     Submit(PendingSubmission),
-    Write { address: u64, bytes: Vec<u8>, slot: Arc<Slot<()>> },
+    Write { address: u64, bytes: HostBytes, slot: Arc<Slot<()>> },
+}
+
+/// The bytes of a queued host write: held in place up to 16 (a label, a
+/// fence value, a register-sized store: most writes), on the heap beyond.
+pub(crate) enum HostBytes {
+    Inline { len: u8, bytes: [u8; 16] },
+    Heap(Vec<u8>),
+}
+
+impl HostBytes {
+    pub(crate) fn new(data: &[u8]) -> Self {
+        let mut bytes = [0u8; 16];
+        match (bytes.get_mut(..data.len()), u8::try_from(data.len())) {
+            (Some(head), Ok(len)) => {
+                head.copy_from_slice(data);
+                HostBytes::Inline { len, bytes }
+            }
+            _ => HostBytes::Heap(data.to_vec()),
+        }
+    }
+
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        match self {
+            HostBytes::Inline { len, bytes } => bytes.get(..usize::from(*len)).unwrap_or_default(),
+            HostBytes::Heap(bytes) => bytes,
+        }
+    }
 }
 
 /// Processor counters when a submission started, for its report.
@@ -892,7 +919,7 @@ pub(crate) fn step<M: GuestMemory, B: Backend>(parts: &Parts<M, B>, sched: &mut 
         match sched.ops.pop_front() {
             Some(HostOp::Submit(sub)) => sched.enqueue(sub),
             Some(HostOp::Write { address, bytes, slot }) => {
-                apply_write(parts, sched, address, &bytes, &slot);
+                apply_write(parts, sched, address, bytes.as_slice(), &slot);
                 return Step::Ran;
             }
             None => return if sched.has_work() { Step::Stalled } else { Step::Idle },

@@ -157,7 +157,7 @@ use crate::processor::{GlobalState, Processor, ProcessorConfig, ProcessorStats, 
 use crate::regs::RegisterFile;
 use crate::shader::ShaderRegistry;
 
-use self::core::{step, HostOp, Parts, PendingSubmission, Sched, SliceSizes, Step};
+use self::core::{step, HostBytes, HostOp, Parts, PendingSubmission, Sched, SliceSizes, Step};
 use self::handle::Slot;
 use self::tap::{Tap, WriteLog};
 use self::worker::{Shared, WorkerSettings};
@@ -522,7 +522,8 @@ where
             return Ok(HostWrite { slot: Slot::done(Ok(())) });
         }
         let slot = Slot::new();
-        self.shared.sched.lock().push(HostOp::Write { address, bytes: bytes.to_vec(), slot: Arc::clone(&slot) });
+        let bytes = HostBytes::new(bytes);
+        self.shared.sched.lock().push(HostOp::Write { address, bytes, slot: Arc::clone(&slot) });
         Ok(HostWrite { slot })
     }
 

@@ -283,15 +283,33 @@ pub(crate) mod fast_class {
     pub const DIRECT_DRAW: u8 = 64;
 }
 
-/// Opcodes whose handler is plain: it never suspends, moves the cursor or
-/// changes the IB stack, changes predication, runs the constant engine,
-/// charges packets of its own or reads the counts of packets run, so the
-/// loop runs it without settling those counts first (it settles them when
-/// the handler fails or does any of these after all). Direct dispatches
-/// and the index-buffer state packets (the direct draws have a fast entry
-/// of their own, `fast_class::DIRECT_DRAW`).
-pub(crate) const PLAIN_HANDLERS: [Opcode; 4] =
-    [Opcode::DISPATCH_DIRECT, Opcode::INDEX_BASE, Opcode::INDEX_TYPE, Opcode::INDEX_BUFFER_SIZE];
+/// Opcodes whose handler is plain: it never changes predication, runs the
+/// constant engine, charges packets of its own or reads the counts of
+/// packets run, and almost never suspends, moves the cursor or changes the
+/// IB stack, so the loop runs it without settling those counts first (it
+/// settles them when the handler fails, suspends, moves the cursor or
+/// writes the dwords the loop holds after all). Direct dispatches, the
+/// index-buffer state packets (the direct draws have a fast entry of their
+/// own, `fast_class::DIRECT_DRAW`), events and releases, memory writes,
+/// fills and copies, cache actions, context control and clear state.
+pub(crate) const PLAIN_HANDLERS: [Opcode; 16] = [
+    Opcode::DISPATCH_DIRECT,
+    Opcode::INDEX_BASE,
+    Opcode::INDEX_TYPE,
+    Opcode::INDEX_BUFFER_SIZE,
+    Opcode::EVENT_WRITE,
+    Opcode::EVENT_WRITE_EOP,
+    Opcode::EVENT_WRITE_EOS,
+    Opcode::RELEASE_MEM,
+    Opcode::ACQUIRE_MEM,
+    Opcode::SURFACE_SYNC,
+    Opcode::WRITE_DATA,
+    Opcode::DMA_DATA,
+    Opcode::PFP_SYNC_ME,
+    Opcode::PREAMBLE_CNTL,
+    Opcode::CONTEXT_CONTROL,
+    Opcode::CLEAR_STATE,
+];
 
 /// Opcode → [`fast_class`]: one byte load picks the fast path's case
 /// (`entries` says which opcodes run a handler on the queue: a plain
