@@ -370,66 +370,56 @@ fn a_host_write_between_slices_into_a_lent_stream_is_seen() {
     assert_eq!((h.read32(SCRATCH), h.read32(SCRATCH + 4), h.read32(SCRATCH + 8)), (1, 2, 0x3333));
 }
 
-#[test]
-fn a_run_of_pads_is_cut_by_the_slice_and_the_work_budget() {
-    // Ten pads, then a register write: slices of 4 packets stop inside the
-    // run of pads (taken in one go by the loop) and resume after it.
-    let mut cmd = Cmd::new().raw(&[NOP_PAD; 10]).set_sh(r::SPI_SHADER_USER_DATA_GS_0, &[7]);
-    cmd = cmd.raw(&[NOP_PAD; 2]);
+/// Runs `cmd` in slices of `slice` packets: after each, the packets run,
+/// the NOPs among them and SPI_SHADER_USER_DATA_GS_0.
+fn counts_per_slice(cmd: &Cmd, slice: u64) -> Vec<(u64, u64, u32)> {
     let mut h = Harness::new();
-    h.map(0x1000, &cmd);
+    h.map(0x1000, cmd);
     h.submit(0x1000, cmd.len());
     let mut counts = Vec::new();
     loop {
         let mut env =
             pm4core::processor::Env { memory: &mut h.memory, backend: &mut h.backend, shaders: &mut h.shaders };
-        let status = h.processor.process_slice(&mut env, 4).unwrap();
+        let status = h.processor.process_slice(&mut env, slice).unwrap();
         let s = h.processor.stats();
         counts.push((s.packets, s.opcode_count(Opcode::NOP), h.processor.register(r::SPI_SHADER_USER_DATA_GS_0)));
         if status == ProcessStatus::Completed {
-            break;
+            return counts;
         }
         assert_eq!(status, ProcessStatus::Yielded);
     }
-    assert_eq!(counts, [(4, 4, 0), (8, 8, 0), (12, 11, 7), (13, 12, 7)]);
+}
 
+/// Runs `cmd` under a work budget of `budget` packets: it must end at the
+/// packet past the budget, a pad, with `budget` NOPs run.
+fn assert_budget_ends_in_pads(cmd: &Cmd, budget: u64) {
+    let config = ProcessorConfig { work_budget: budget, ..Default::default() };
+    let mut h = Harness::with_config(QueueId::GRAPHICS, config);
+    let err = h.run(cmd).unwrap_err();
+    assert!(
+        matches!(err, Pm4Error::WorkBudgetExhausted { location, budget: b } if b == budget && u64::from(location.offset_dw) == budget),
+        "{err}"
+    );
+    assert_eq!(h.processor.stats().opcode_count(Opcode::NOP), budget);
+}
+
+#[test]
+fn a_run_of_pads_is_cut_by_the_slice_and_the_work_budget() {
+    // Ten pads, then a register write: slices of 4 packets stop inside the
+    // run of pads (taken in one go by the loop) and resume after it.
+    let cmd = Cmd::new().raw(&[NOP_PAD; 10]).set_sh(r::SPI_SHADER_USER_DATA_GS_0, &[7]).raw(&[NOP_PAD; 2]);
+    assert_eq!(counts_per_slice(&cmd, 4), [(4, 4, 0), (8, 8, 0), (12, 11, 7), (13, 12, 7)]);
     // A work budget of 6 packets ends the submission in the run, naming
     // the seventh pad.
-    let config = ProcessorConfig { work_budget: 6, ..Default::default() };
-    let mut h = Harness::with_config(QueueId::GRAPHICS, config);
-    let err = h.run(&cmd).unwrap_err();
-    assert!(matches!(err, Pm4Error::WorkBudgetExhausted { location, budget: 6 } if location.offset_dw == 6), "{err}");
-    assert_eq!(h.processor.stats().opcode_count(Opcode::NOP), 6);
+    assert_budget_ends_in_pads(&cmd, 6);
 
     // Long runs (counted eight at a time past the first eight): 45 pads,
     // a register write, 3 pads, in slices of 19 packets, then a budget
     // ending inside the eight-at-a-time part and inside its tail.
     let cmd = Cmd::new().raw(&[NOP_PAD; 45]).set_sh(r::SPI_SHADER_USER_DATA_GS_0, &[9]).raw(&[NOP_PAD; 3]);
-    let mut h = Harness::new();
-    h.map(0x1000, &cmd);
-    h.submit(0x1000, cmd.len());
-    let mut counts = Vec::new();
-    loop {
-        let mut env =
-            pm4core::processor::Env { memory: &mut h.memory, backend: &mut h.backend, shaders: &mut h.shaders };
-        let status = h.processor.process_slice(&mut env, 19).unwrap();
-        let s = h.processor.stats();
-        counts.push((s.packets, s.opcode_count(Opcode::NOP), h.processor.register(r::SPI_SHADER_USER_DATA_GS_0)));
-        if status == ProcessStatus::Completed {
-            break;
-        }
-    }
-    assert_eq!(counts, [(19, 19, 0), (38, 38, 0), (49, 48, 9)]);
-    for budget in [21, 43] {
-        let config = ProcessorConfig { work_budget: budget, ..Default::default() };
-        let mut h = Harness::with_config(QueueId::GRAPHICS, config);
-        let err = h.run(&cmd).unwrap_err();
-        assert!(
-            matches!(err, Pm4Error::WorkBudgetExhausted { location, .. } if u64::from(location.offset_dw) == budget),
-            "{err}"
-        );
-        assert_eq!(h.processor.stats().opcode_count(Opcode::NOP), budget);
-    }
+    assert_eq!(counts_per_slice(&cmd, 19), [(19, 19, 0), (38, 38, 0), (49, 48, 9)]);
+    assert_budget_ends_in_pads(&cmd, 21);
+    assert_budget_ends_in_pads(&cmd, 43);
 }
 
 #[test]
