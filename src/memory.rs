@@ -951,6 +951,52 @@ impl Regions {
         Ok(pieces)
     }
 
+    /// `N` bytes (a dword, a qword) at `address` when they lie in one page
+    /// of one region, the common case: no pieces, no copy loop. `None`
+    /// otherwise, for [`Regions::read`].
+    #[inline]
+    fn read_small<const N: usize>(&self, address: u64) -> Option<[u8; N]> {
+        let region = self.list.get(self.region_index(address)?)?;
+        let offset = address - region.start;
+        let in_page = (offset % PAGE_SIZE as u64) as usize;
+        if offset.checked_add(N as u64)? > region.len || in_page + N > PAGE_SIZE {
+            return None;
+        }
+        let mut out = [0u8; N];
+        match (region.pages.get(offset / PAGE_SIZE as u64), &region.backing) {
+            (Some(Page { pattern: Some(pattern), .. }), _) => fill_pattern(&mut out, rotate_pattern(*pattern, in_page)),
+            (Some(page), _) => out = page.bytes.get(in_page..in_page + N)?.try_into().ok()?,
+            (None, Backing::Zero) => {}
+            (None, Backing::Shared { bytes, offset: base }) => {
+                let start = usize::try_from(offset).ok()?.checked_add(*base)?;
+                out = bytes.get(start..start.checked_add(N)?)?.try_into().ok()?;
+            }
+        }
+        Some(out)
+    }
+
+    /// Writes `N` bytes at `address` when they lie in one page of one
+    /// region, written before: charged and checked like any write. `None`
+    /// (nothing written) otherwise, for [`Regions::write`].
+    #[inline]
+    fn write_small<const N: usize>(&mut self, address: u64, data: [u8; N]) -> Option<Result<(), MemoryError>> {
+        let index = self.region_index(address)?;
+        let region = self.list.get(index)?;
+        let offset = address - region.start;
+        let in_page = (offset % PAGE_SIZE as u64) as usize;
+        if offset.checked_add(N as u64)? > region.len || in_page + N > PAGE_SIZE {
+            return None;
+        }
+        if let Err(e) = self.charge_bytes(address, N as u64) {
+            return Some(Err(e));
+        }
+        let page = self.list.get_mut(index)?.pages.get_mut(offset / PAGE_SIZE as u64)?;
+        let bytes: &mut [u8; N] = page.bytes_mut().get_mut(in_page..in_page + N)?.try_into().ok()?;
+        *bytes = data;
+        self.bytes_written = self.bytes_written.saturating_add(N as u64);
+        Some(Ok(()))
+    }
+
     fn read(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryError> {
         let len = out.len() as u64;
         // Fast path: one region.
@@ -1245,10 +1291,58 @@ impl Pieces {
     }
 }
 
+impl SparseMemory {
+    /// `N` little-endian bytes at `address`: the one-page path of
+    /// [`Regions::read_small`], else the general read.
+    #[inline]
+    fn read_array<const N: usize>(&self, address: u64) -> Result<[u8; N], MemoryError> {
+        let regions = self.regions.read();
+        if let Some(bytes) = regions.read_small::<N>(address) {
+            return Ok(bytes);
+        }
+        let mut bytes = [0u8; N];
+        regions.read(address, &mut bytes)?;
+        Ok(bytes)
+    }
+
+    /// Writes `N` bytes at `address`: the one-page path of
+    /// [`Regions::write_small`], else the general write.
+    #[inline]
+    fn write_array<const N: usize>(&self, address: u64, data: [u8; N]) -> Result<(), MemoryError> {
+        let mut regions = self.regions.write();
+        match regions.write_small(address, data) {
+            Some(result) => result?,
+            None => regions.write(address, &data)?,
+        }
+        regions.wrote();
+        Ok(())
+    }
+}
+
 impl GuestMemory for SparseMemory {
     #[inline]
     fn read_bytes(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryError> {
         self.regions.read().read(address, out)
+    }
+
+    #[inline]
+    fn read_u32(&self, address: u64) -> Result<u32, MemoryError> {
+        self.read_array(address).map(u32::from_le_bytes)
+    }
+
+    #[inline]
+    fn read_u64(&self, address: u64) -> Result<u64, MemoryError> {
+        self.read_array(address).map(u64::from_le_bytes)
+    }
+
+    #[inline]
+    fn write_u32(&self, address: u64, value: u32) -> Result<(), MemoryError> {
+        self.write_array(address, value.to_le_bytes())
+    }
+
+    #[inline]
+    fn write_u64(&self, address: u64, value: u64) -> Result<(), MemoryError> {
+        self.write_array(address, value.to_le_bytes())
     }
 
     fn lend_dwords(&self, address: u64, max_dw: usize) -> Option<LentDwords> {

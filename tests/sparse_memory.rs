@@ -43,9 +43,26 @@ fn model_write(model: &mut [Vec<u8>], address: u64, data: &[u8]) {
 
 #[derive(Debug, Clone)]
 enum Op {
-    Write { address: u64, data: Vec<u8> },
-    Fill { address: u64, len: u64, pattern: u32 },
-    Copy { dst: u64, src: u64, len: u64 },
+    Write {
+        address: u64,
+        data: Vec<u8>,
+    },
+    Fill {
+        address: u64,
+        len: u64,
+        pattern: u32,
+    },
+    Copy {
+        dst: u64,
+        src: u64,
+        len: u64,
+    },
+    /// `write_u32` (or `write_u64` when `wide`) of `value`.
+    Word {
+        address: u64,
+        value: u64,
+        wide: bool,
+    },
 }
 
 /// An address in or near a region, often on a page boundary.
@@ -65,6 +82,7 @@ fn op() -> impl Strategy<Value = Op> {
         (address(), length(), prop_oneof![Just(0u32), Just(0xDEAD_BEEF), any::<u32>()])
             .prop_map(|(address, len, pattern)| Op::Fill { address, len, pattern }),
         (address(), address(), length()).prop_map(|(dst, src, len)| Op::Copy { dst, src, len }),
+        (address(), any::<u64>(), any::<bool>()).prop_map(|(address, value, wide)| Op::Word { address, value, wide }),
     ]
 }
 
@@ -97,6 +115,30 @@ fn check(ops: &[Op]) {
                     model_write(&mut model, *dst, &bytes);
                 }
             }
+            Op::Word { address, value, wide } => {
+                let len = if *wide { 8 } else { 4 };
+                let mapped = model_read(&mut model, *address, len).is_some();
+                let written =
+                    if *wide { memory.write_u64(*address, *value) } else { memory.write_u32(*address, *value as u32) };
+                assert_eq!(written.is_ok(), mapped, "{op:?}");
+                if mapped {
+                    model_write(&mut model, *address, &value.to_le_bytes()[..len as usize]);
+                }
+            }
+        }
+        // Dword and qword reads where the op was and around it (page ends,
+        // region ends, unmapped bytes) read what the model holds.
+        let at = match op {
+            Op::Write { address, .. } | Op::Fill { address, .. } | Op::Word { address, .. } => *address,
+            Op::Copy { dst, .. } => *dst,
+        };
+        for address in [at, at.wrapping_sub(2), at + 4, at | (PAGE - 4), at | (PAGE - 2), (at | (PAGE - 1)) + 1] {
+            let want = model_read(&mut model, address, 8);
+            let got = memory.read_u64(address).ok().map(u64::to_le_bytes);
+            assert_eq!(got.map(|b| b.to_vec()), want, "qword at {address:#x} after {op:?}");
+            let want = model_read(&mut model, address, 4);
+            let got = memory.read_u32(address).ok().map(u32::to_le_bytes);
+            assert_eq!(got.map(|b| b.to_vec()), want, "dword at {address:#x} after {op:?}");
         }
         for (region, want) in REGIONS.iter().zip(&model) {
             let mut got = vec![0u8; REGION_LEN as usize];
