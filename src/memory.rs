@@ -795,8 +795,9 @@ struct Regions {
     bytes_written: u64,
     /// Most bytes that may be written ([`SparseMemory::set_write_budget`]).
     write_budget: u64,
-    /// The region the last lookup found (see [`Regions::region_index`]).
-    last: Hint,
+    /// The regions the last two lookups found, the latest first (see
+    /// [`Regions::region_index`]).
+    last: [Hint; 2],
     /// Bumped on every successful write (host or packet), under the lock
     /// the write holds (see [`SparseMemory::write_generation`]).
     generation: u64,
@@ -810,7 +811,7 @@ impl Default for Regions {
             page_limit: u64::MAX,
             bytes_written: 0,
             write_budget: u64::MAX,
-            last: Hint::default(),
+            last: [Hint::default(), Hint::default()],
             generation: 0,
         }
     }
@@ -891,18 +892,26 @@ impl Regions {
         Ok(index)
     }
 
-    /// The index of the region holding `address`, if any: the last one
-    /// found when it holds it, else a binary search.
+    /// The index of the region holding `address`, if any: one of the last
+    /// two found when it holds it (a copy or a wait alternates between two
+    /// regions), else a binary search.
     #[inline]
     fn region_index(&self, address: u64) -> Option<usize> {
-        let last = self.last.0.load(Ordering::Relaxed);
-        if self.list.get(last).is_some_and(|r| r.start <= address && address < r.end()) {
+        let holds = |index: usize| self.list.get(index).is_some_and(|r| r.start <= address && address < r.end());
+        let [latest, before] = &self.last;
+        let last = latest.0.load(Ordering::Relaxed);
+        if holds(last) {
             return Some(last);
+        }
+        let other = before.0.load(Ordering::Relaxed);
+        if holds(other) {
+            return Some(other);
         }
         let index = self.list.partition_point(|r| r.start <= address).checked_sub(1)?;
         let region = self.list.get(index)?;
         if address < region.end() {
-            self.last.0.store(index, Ordering::Relaxed);
+            before.0.store(last, Ordering::Relaxed);
+            latest.0.store(index, Ordering::Relaxed);
             return Some(index);
         }
         None
@@ -1482,6 +1491,19 @@ mod tests {
         // A clone keeps its own hint and the same bytes.
         let copy = m.clone();
         assert_eq!(copy.read_u32(0x20_0010).unwrap(), 0x22);
+        // Both hints stale at once: two lookups (index 0 and 2), then a
+        // mapping below both; every region is still found by address.
+        assert_eq!(m.read_u32(0x10_0010).unwrap(), 0x11);
+        assert_eq!(m.read_u32(0x30_0010).unwrap(), 0x33);
+        m.map_zeroed(0x1000, 0x1000).unwrap();
+        for (address, value) in [(0x30_0010, 0x33), (0x10_0010, 0x11), (0x20_0010, 0x22), (0x1010, 0)] {
+            assert_eq!(m.read_u32(address).unwrap(), value, "{address:#x}");
+            assert_eq!(
+                m.read_u32(address + 0x1000 - 0x10),
+                Err(MemoryError::Unmapped { address: address + 0xFF0, len: 4 })
+            );
+        }
+        assert_eq!(m.regions.read().region_index(0x30_0010), Some(3));
     }
 
     #[test]
