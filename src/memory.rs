@@ -1008,6 +1008,15 @@ impl Regions {
 
     fn read(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryError> {
         let len = out.len() as u64;
+        // A dword or a qword: the one-page path when it applies.
+        let small = match out.len() {
+            4 => self.read_small::<4>(address).and_then(|b| out.get_mut(..4).map(|o| o.copy_from_slice(&b))),
+            8 => self.read_small::<8>(address).and_then(|b| out.get_mut(..8).map(|o| o.copy_from_slice(&b))),
+            _ => None,
+        };
+        if small.is_some() {
+            return Ok(());
+        }
         // Fast path: one region.
         if let Some(index) = self.region_index(address) {
             let region = &self.list[index];
@@ -1025,6 +1034,16 @@ impl Regions {
     }
 
     fn write(&mut self, address: u64, data: &[u8]) -> Result<(), MemoryError> {
+        // A dword or a qword (a label, a fence, one WRITE_DATA value): the
+        // one-page path when it applies.
+        let small = match data.len() {
+            4 => data.try_into().ok().and_then(|d: [u8; 4]| self.write_small(address, d)),
+            8 => data.try_into().ok().and_then(|d: [u8; 8]| self.write_small(address, d)),
+            _ => None,
+        };
+        if let Some(result) = small {
+            return result;
+        }
         let mut source = |done: usize, out: &mut [u8]| {
             if let Some(src) = data.get(done..done + out.len()) {
                 out.copy_from_slice(src);
