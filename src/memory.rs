@@ -1153,6 +1153,12 @@ impl Regions {
 /// that would need a page past the cap is refused with
 /// [`MemoryError::WrittenLimit`] naming it, before any of its bytes land.
 ///
+/// A fill that covers a page whole (a DMA clear of a buffer), or a copy of
+/// a whole page holding such a fill or never written in a zero region,
+/// keeps that page as its four repeated bytes until part of it is written:
+/// clearing or copying a large buffer costs per page, not per byte. It
+/// still counts as a written page.
+///
 /// # Example
 ///
 /// ```
@@ -1178,6 +1184,17 @@ impl Regions {
 /// );
 /// memory.write_u32(0x10_0014, 7).unwrap(); // written pages stay writable
 /// assert_eq!(memory.allocated_page_bytes(), 2 * PAGE_SIZE);
+///
+/// // A clear of 64 KiB, then a copy of it, as a DMA engine does them: each
+/// // page is kept as its pattern; a write into one writes it out.
+/// let memory = SparseMemory::new();
+/// memory.map_zeroed(0x20_0000, 0x2_0000).unwrap();
+/// memory.fill(0x20_0000, 0x1_0000, 0x3F80_0000).unwrap(); // 1.0f
+/// memory.copy(0x21_0000, 0x20_0000, 0x1_0000).unwrap();
+/// memory.write_u32(0x21_8004, 0).unwrap();
+/// assert_eq!(memory.read_u64(0x21_8000).unwrap(), 0x3F80_0000);
+/// assert_eq!(memory.read_u32(0x21_FFFC).unwrap(), 0x3F80_0000);
+/// assert_eq!(memory.allocated_page_bytes(), 32 * PAGE_SIZE);
 /// ```
 #[derive(Default)]
 pub struct SparseMemory {
