@@ -1336,58 +1336,10 @@ impl Pieces {
     }
 }
 
-impl SparseMemory {
-    /// `N` little-endian bytes at `address`: the one-page path of
-    /// [`Regions::read_small`], else the general read.
-    #[inline]
-    fn read_array<const N: usize>(&self, address: u64) -> Result<[u8; N], MemoryError> {
-        let regions = self.regions.read();
-        if let Some(bytes) = regions.read_small::<N>(address) {
-            return Ok(bytes);
-        }
-        let mut bytes = [0u8; N];
-        regions.read(address, &mut bytes)?;
-        Ok(bytes)
-    }
-
-    /// Writes `N` bytes at `address`: the one-page path of
-    /// [`Regions::write_small`], else the general write.
-    #[inline]
-    fn write_array<const N: usize>(&self, address: u64, data: [u8; N]) -> Result<(), MemoryError> {
-        let mut regions = self.regions.write();
-        match regions.write_small(address, data) {
-            Some(result) => result?,
-            None => regions.write(address, &data)?,
-        }
-        regions.wrote();
-        Ok(())
-    }
-}
-
 impl GuestMemory for SparseMemory {
     #[inline]
     fn read_bytes(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryError> {
         self.regions.read().read(address, out)
-    }
-
-    #[inline]
-    fn read_u32(&self, address: u64) -> Result<u32, MemoryError> {
-        self.read_array(address).map(u32::from_le_bytes)
-    }
-
-    #[inline]
-    fn read_u64(&self, address: u64) -> Result<u64, MemoryError> {
-        self.read_array(address).map(u64::from_le_bytes)
-    }
-
-    #[inline]
-    fn write_u32(&self, address: u64, value: u32) -> Result<(), MemoryError> {
-        self.write_array(address, value.to_le_bytes())
-    }
-
-    #[inline]
-    fn write_u64(&self, address: u64, value: u64) -> Result<(), MemoryError> {
-        self.write_array(address, value.to_le_bytes())
     }
 
     fn lend_dwords(&self, address: u64, max_dw: usize) -> Option<LentDwords> {
