@@ -584,16 +584,37 @@ impl Pages {
 
     /// How many of pages `first..=last` are written.
     fn count_in(&self, first: u64, last: u64) -> u64 {
-        // A short range page by page; a long one too while the hint finds
-        // each (pages written in order, as a fill or a copy wrote them),
-        // else in one walk over the index.
+        // A short range page by page; a long one in one compare of its
+        // places when they hold it in order (as a fill or a copy wrote
+        // them), else in one walk over the index.
         if last - first < 4 {
             return (first..=last).filter(|&page| self.slot(page).is_some()).count() as u64;
         }
-        if self.slot(first).is_some() && (first + 1..=last).all(|page| self.hinted(page).is_some()) {
+        let count = usize::try_from(last - first + 1).unwrap_or(usize::MAX);
+        if self.run_start(first, count).is_some() {
             return last - first + 1;
         }
         self.index.range(first..=last).count() as u64
+    }
+
+    /// The place of `first` when pages `first..first + count` are all
+    /// written and sit in consecutive places, in order (pages a fill or a
+    /// copy wrote first in one go): a run of whole pages is then written
+    /// with no lookup per page ([`Pages::run_mut`]).
+    #[inline]
+    fn run_start(&self, first: u64, count: usize) -> Option<usize> {
+        let start = self.slot(first)?;
+        let run = self.slots.get(start..start.checked_add(count)?)?;
+        run.iter().zip(first..).all(|(&(page, _), want)| page == want).then_some(start)
+    }
+
+    /// Pages `first..first + count`, written before, when they sit in
+    /// consecutive places (see [`Pages::run_start`]).
+    #[inline]
+    fn run_mut(&mut self, first: u64, count: usize) -> Option<&mut [(u64, Page)]> {
+        let start = self.run_start(first, count)?;
+        self.last.0.store((start + count).saturating_sub(1), Ordering::Relaxed);
+        self.slots.get_mut(start..start + count)
     }
 
     /// The first written page at or after `page`.
@@ -621,6 +642,17 @@ struct Page {
 }
 
 impl Page {
+    /// Writes the whole page from `source`: just its pattern when it has
+    /// one, else its bytes (the page's old pattern is not written out
+    /// first: every byte is replaced).
+    #[inline]
+    fn write_whole(&mut self, source: WriteSource<'_>) {
+        self.pattern = source.page_pattern();
+        if self.pattern.is_none() {
+            source.write_into(&mut self.bytes[..]);
+        }
+    }
+
     /// The page's bytes, writable: the pattern written out first when the
     /// page holds one.
     fn bytes_mut(&mut self) -> &mut [u8; PAGE_SIZE] {
@@ -639,6 +671,61 @@ impl Page {
                     out.copy_from_slice(src);
                 }
             }
+        }
+    }
+}
+
+/// What a write lays down, from its first byte on: the one description
+/// of a write's bytes that [`Regions::write_with`] and
+/// [`Region::write_with`] take. A piece of the write is the source from
+/// its place on ([`WriteSource::skip`]); a whole page of it may be known
+/// to be four bytes repeated ([`WriteSource::page_pattern`]).
+#[derive(Clone, Copy)]
+enum WriteSource<'a> {
+    /// These bytes (a host or packet write).
+    Bytes(&'a [u8]),
+    /// Four bytes repeated: byte `i` is `pattern[i % 4]` (a fill).
+    Pattern([u8; 4]),
+    /// Another region's bytes from `offset` on (a copy from one region
+    /// into another).
+    Region { region: &'a Region, offset: u64 },
+}
+
+impl WriteSource<'_> {
+    /// The source from `n` bytes in.
+    #[inline]
+    fn skip(self, n: usize) -> Self {
+        match self {
+            WriteSource::Bytes(bytes) => WriteSource::Bytes(bytes.get(n..).unwrap_or_default()),
+            WriteSource::Pattern(pattern) => WriteSource::Pattern(rotate_pattern(pattern, n)),
+            WriteSource::Region { region, offset } => WriteSource::Region { region, offset: offset + n as u64 },
+        }
+    }
+
+    /// Writes the source's first `out.len()` bytes into `out` (a region
+    /// source's range is inside its region).
+    #[inline]
+    fn write_into(self, out: &mut [u8]) {
+        match self {
+            WriteSource::Bytes(bytes) => {
+                if let Some(src) = bytes.get(..out.len()) {
+                    out.copy_from_slice(src);
+                }
+            }
+            WriteSource::Pattern(pattern) => fill_pattern(out, pattern),
+            WriteSource::Region { region, offset } => region.read(offset, out),
+        }
+    }
+
+    /// The four bytes repeated over the source's first page's worth of
+    /// bytes, when that is known without looking at them: a fill's, or a
+    /// region page's (see [`Region::page_pattern`]).
+    #[inline]
+    fn page_pattern(self) -> Option<[u8; 4]> {
+        match self {
+            WriteSource::Bytes(_) => None,
+            WriteSource::Pattern(pattern) => Some(pattern),
+            WriteSource::Region { region, offset } => region.page_pattern(offset),
         }
     }
 }
@@ -726,40 +813,51 @@ impl Region {
         (last - first + 1).saturating_sub(copied)
     }
 
-    /// Writes `len` bytes from `offset` page by page, in place: `source(done,
-    /// out)` fills `out` with the bytes from `done` bytes into the write on.
-    /// `whole(done)` says, for a piece covering a whole page, whether its
-    /// bytes are four bytes repeated (which, from its first on): the page
-    /// then keeps just them (see [`Page`]).
-    fn write_with(
-        &mut self,
-        mut offset: u64,
-        len: u64,
-        source: &mut dyn FnMut(usize, &mut [u8]),
-        whole: &mut dyn FnMut(usize) -> Option<[u8; 4]>,
-    ) {
+    /// Writes `len` bytes of `source` from `offset` on, page by page, in
+    /// place. A piece covering a whole page whose bytes are four bytes
+    /// repeated ([`WriteSource::page_pattern`]) leaves the page holding
+    /// just them (see [`Page`]); a run of whole pages written before, in
+    /// consecutive places (a buffer a fill or a copy wrote before), is
+    /// written in one loop with no lookup per page.
+    fn write_with(&mut self, mut offset: u64, len: u64, source: WriteSource<'_>) {
         let mut done = 0usize;
         let len = usize::try_from(len).unwrap_or(usize::MAX);
         while done < len {
             let page = offset / PAGE_SIZE as u64;
             let in_page = (offset % PAGE_SIZE as u64) as usize;
             let n = (len - done).min(PAGE_SIZE - in_page);
-            let pattern = if n == PAGE_SIZE { whole(done) } else { None };
+            let from = source.skip(done);
+            if n == PAGE_SIZE {
+                let whole = (len - done) / PAGE_SIZE;
+                if let Some(run) = self.pages.run_mut(page, whole).filter(|_| whole > 1) {
+                    for (k, (_, written)) in run.iter_mut().enumerate() {
+                        written.write_whole(from.skip(k * PAGE_SIZE));
+                    }
+                    done += whole * PAGE_SIZE;
+                    offset += (whole * PAGE_SIZE) as u64;
+                    continue;
+                }
+            }
             // One lookup for a page copied before; a page written for the
             // first time is copied from the backing, written, then kept.
-            match (self.pages.get_mut(page), pattern) {
-                (Some(p), Some(pattern)) => p.pattern = Some(pattern),
-                (Some(p), None) => source(done, &mut p.bytes_mut()[in_page..in_page + n]),
-                (None, Some(pattern)) => {
-                    self.pages.insert(page, Page { bytes: Box::new([0u8; PAGE_SIZE]), pattern: Some(pattern) });
-                }
-                (None, None) => {
-                    let mut fresh = Box::new([0u8; PAGE_SIZE]);
-                    let page_start = page * PAGE_SIZE as u64;
-                    let page_len = (self.len - page_start).min(PAGE_SIZE as u64) as usize;
-                    self.read(page_start, &mut fresh[..page_len]);
-                    source(done, &mut fresh[in_page..in_page + n]);
-                    self.pages.insert(page, Page { bytes: fresh, pattern: None });
+            match self.pages.get_mut(page) {
+                Some(written) if n == PAGE_SIZE => written.write_whole(from),
+                Some(written) => from.write_into(&mut written.bytes_mut()[in_page..in_page + n]),
+                None => {
+                    let fresh = match from.page_pattern().filter(|_| n == PAGE_SIZE) {
+                        Some(pattern) => Page { bytes: Box::new([0u8; PAGE_SIZE]), pattern: Some(pattern) },
+                        None => {
+                            let mut bytes = Box::new([0u8; PAGE_SIZE]);
+                            let page_start = page * PAGE_SIZE as u64;
+                            let page_len = (self.len - page_start).min(PAGE_SIZE as u64) as usize;
+                            if n < page_len {
+                                self.read(page_start, &mut bytes[..page_len]);
+                            }
+                            from.write_into(&mut bytes[in_page..in_page + n]);
+                            Page { bytes, pattern: None }
+                        }
+                    };
+                    self.pages.insert(page, fresh);
                 }
             }
             done += n;
@@ -1044,26 +1142,13 @@ impl Regions {
         if let Some(result) = small {
             return result;
         }
-        let mut source = |done: usize, out: &mut [u8]| {
-            if let Some(src) = data.get(done..done + out.len()) {
-                out.copy_from_slice(src);
-            }
-        };
-        self.write_with(address, data.len() as u64, &mut source, &mut |_| None)
+        self.write_with(address, data.len() as u64, WriteSource::Bytes(data))
     }
 
-    /// Writes `len` bytes at `address` in place, page by page:
-    /// `source(done, out)` gives the bytes from `done` bytes into the write
-    /// on, `whole(done)` the pattern of a piece covering a whole page when
-    /// it has one (see [`Region::write_with`]). Charged and checked like any
-    /// write before a byte lands.
-    fn write_with(
-        &mut self,
-        address: u64,
-        len: u64,
-        source: &mut dyn FnMut(usize, &mut [u8]),
-        whole: &mut dyn FnMut(usize) -> Option<[u8; 4]>,
-    ) -> Result<(), MemoryError> {
+    /// Writes `len` bytes of `source` at `address` in place, page by page
+    /// (see [`Region::write_with`]). Charged and checked like any write
+    /// before a byte lands.
+    fn write_with(&mut self, address: u64, len: u64, source: WriteSource<'_>) -> Result<(), MemoryError> {
         if let Some(index) = self.region_index(address) {
             let end = check_range(address, len)?;
             let region = &self.list[index];
@@ -1077,7 +1162,7 @@ impl Regions {
                     self.charge_bytes(address, len)?;
                     let page = self.list.get_mut(index).and_then(|r| r.pages.get_mut(offset / PAGE_SIZE as u64));
                     if let Some(bytes) = page.and_then(|p| p.bytes_mut().get_mut(in_page..in_page + len as usize)) {
-                        source(0, bytes);
+                        source.write_into(bytes);
                         self.bytes_written = self.bytes_written.saturating_add(len);
                         return Ok(());
                     }
@@ -1085,7 +1170,7 @@ impl Regions {
                 let region = &self.list[index];
                 let new_pages = region.missing_pages(offset, len);
                 self.charge_write(address, len, new_pages)?;
-                self.list[index].write_with(offset, len, source, whole);
+                self.list[index].write_with(offset, len, source);
                 return Ok(());
             }
         }
@@ -1093,9 +1178,7 @@ impl Regions {
         let new_pages = pieces.iter().map(|&(index, offset, _, n)| self.list[index].missing_pages(offset, n)).sum();
         self.charge_write(address, len, new_pages)?;
         for &(index, offset, at, n) in pieces.iter() {
-            let at = at as usize;
-            self.list[index]
-                .write_with(offset, n, &mut |done, out| source(at + done, out), &mut |done| whole(at + done));
+            self.list[index].write_with(offset, n, source.skip(at as usize));
         }
         Ok(())
     }
@@ -1129,12 +1212,7 @@ impl Regions {
         };
         // A whole page from a page holding a pattern (or from an unwritten
         // page of a zero region) takes just the pattern.
-        destination.write_with(
-            dst_offset,
-            len,
-            &mut |done, out| source.read(src_offset + done as u64, out),
-            &mut |done| source.page_pattern(src_offset + done as u64),
-        );
+        destination.write_with(dst_offset, len, WriteSource::Region { region: source, offset: src_offset });
         Some(Ok(()))
     }
 }
@@ -1386,18 +1464,15 @@ impl GuestMemory for SparseMemory {
         }
         // Any piece of the fill is the pattern from the fill's phase there;
         // a whole page keeps just the pattern (see `Page`).
-        let pattern = pattern.to_le_bytes();
-        let mut source = |done: usize, out: &mut [u8]| fill_pattern(out, rotate_pattern(pattern, done));
-        let mut whole = |done: usize| Some(rotate_pattern(pattern, done));
+        let source = WriteSource::Pattern(pattern.to_le_bytes());
         // The whole fill in place when it fits the write budget and the
         // written-memory cap (a refused write lands nothing); otherwise in
         // 256-byte writes, so the refusal names the first write past them.
-        if regions.write_with(address, len, &mut source, &mut whole).is_err() {
+        if regions.write_with(address, len, source).is_err() {
             let mut done = 0u64;
             while done < len {
                 let n = (len - done).min(256);
-                let at = done as usize;
-                regions.write_with(address + done, n, &mut |d, out| source(at + d, out), &mut |_| None)?;
+                regions.write_with(address + done, n, source.skip(done as usize))?;
                 done += n;
             }
         }
