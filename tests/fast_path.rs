@@ -1,5 +1,6 @@
 //! The processor loop's fast path (register writers, runs of pads,
-//! NUM_INSTANCES and direct draws run inside the view loop) against its
+//! NUM_INSTANCES, direct draws, plain events and packets with no effect
+//! run inside the view loop) against its
 //! general path (every packet through `run_one` and its handler, which
 //! `report_packets` forces): random streams of those packets, well formed
 //! or not, cut into random slices under random work budgets, must have the
@@ -156,11 +157,13 @@ fn memory_packet() -> impl Strategy<Value = (Opcode, Vec<u32>)> {
             body.extend([data, 0, 0]);
             (Opcode::RELEASE_MEM, body)
         }),
-        (target(), prop::sample::select(vec![0x15u32, 0x16, 0x28, 0x04])).prop_map(move |(a, event)| {
-            let mut body = vec![event | 1 << 8];
-            body.extend(lo_hi(a));
-            (Opcode::EVENT_WRITE, body)
-        }),
+        (target(), prop::sample::select(vec![0x15u32, 0x16, 0x28, 0x04, 0x1F, 0x1E, 0x02])).prop_map(
+            move |(a, event)| {
+                let mut body = vec![event | 1 << 8];
+                body.extend(lo_hi(a));
+                (Opcode::EVENT_WRITE, body)
+            }
+        ),
         (
             prop::sample::select(vec![
                 Opcode::EVENT_WRITE,
@@ -170,11 +173,18 @@ fn memory_packet() -> impl Strategy<Value = (Opcode, Vec<u32>)> {
                 Opcode::CLEAR_STATE,
                 Opcode::SURFACE_SYNC,
                 Opcode::PREAMBLE_CNTL,
+                Opcode::PRIME_UTCL2,
+                Opcode::SWITCH_BUFFER,
+                Opcode::FRAME_CONTROL,
+                Opcode::WAIT_FOR_WRITE_CONFIRM,
             ]),
             small_body(),
         ),
         Just((Opcode::CONTEXT_CONTROL, vec![0x8000_0001, 0x8000_0001])),
         Just((Opcode::CLEAR_STATE, vec![0])),
+        // Plain events (no address: no sample), and the stream-out flush.
+        prop::sample::select(vec![0x16u32, 0x28, 0x04, 0x1F])
+            .prop_map(|event| (Opcode::EVENT_WRITE, vec![event | 1 << 8])),
     ]
 }
 
@@ -202,11 +212,12 @@ struct Effects {
 }
 
 /// The recording backend, plus each draw's place, changed state groups
-/// and initiator (its log line has neither).
+/// and initiator, and each event's place (their log lines have none of
+/// these).
 #[derive(Default)]
 struct Recorder {
     inner: RecordingBackend,
-    draws: Vec<String>,
+    places: Vec<String>,
 }
 
 impl Forward for Recorder {
@@ -217,9 +228,12 @@ impl Forward for Recorder {
     }
 
     fn forwarded(&mut self, call: Call<'_>) {
-        if let Call::Draw(d) = call {
-            self.draws
-                .push(format!("draw at {:?} changed={:#x} initiator={:#x}", d.location, d.changed, d.draw_initiator));
+        match call {
+            Call::Draw(d) => self
+                .places
+                .push(format!("draw at {:?} changed={:#x} initiator={:#x}", d.location, d.changed, d.draw_initiator)),
+            Call::Event(e) => self.places.push(format!("event at {:?}", e.location)),
+            _ => {}
         }
     }
 }
@@ -248,7 +262,7 @@ fn run(words: &[u32], general: bool, graphics: bool, slice: u64, work_budget: u6
         .filter(|&(_, value)| value != 0)
         .collect();
     let mut log = backend.inner.lines;
-    log.extend(backend.draws);
+    log.extend(backend.places);
     log.extend(backend.inner.unknown.iter().map(|u| format!("{u:?}")));
     Effects {
         results,

@@ -911,7 +911,7 @@ struct View<'v, 'c> {
     /// Whether predication skips (predicated packets go to the caller).
     skip: bool,
     /// What the fast path does by opcode (`tables::fast_class`).
-    classes: &'static [u8; 256],
+    classes: &'static [u16; 256],
 }
 
 impl View<'_, '_> {
@@ -932,9 +932,11 @@ impl View<'_, '_> {
 /// both budgets) while it holds them whole. Its fast path, picked by
 /// opcode from `tables::FAST_CLASSES`: one-dword NOP pads, plain register
 /// writers of 1 to 8 values that only store and mark state groups (see
-/// [`store_register_run`]) and NUM_INSTANCES are run right here, a direct
-/// draw goes to the draw handler's fast entry
-/// (`handlers::draw::direct_draw`), and a packet with no register run goes
+/// [`store_register_run`]), NUM_INSTANCES and packets with no effect
+/// (`tables::NO_EFFECT_PACKETS`) are run right here, a direct draw goes
+/// to the draw handler's fast entry (`handlers::draw::direct_draw`) and an
+/// EVENT_WRITE to the events handler's
+/// (`handlers::events::plain_event_write`), and a packet with no register run goes
 /// straight to its handler
 /// ([`run_handler_packet`]); everything else (a writer the fast path
 /// leaves, a packet the view does not hold whole) goes through
@@ -1010,6 +1012,23 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
                 } else if class & tables::fast_class::OTHER_RUN != 0 {
                     let run = &runs[opcode];
                     store_register_run(packet, count, run.base, run.spans, view.ctx.state)
+                } else if class & tables::fast_class::EVENT_WRITE != 0 {
+                    // An event: the events handler's fast entry, like a
+                    // direct draw's.
+                    let length = Header(h).type3_length_dw() as usize;
+                    match packet.get(1..length) {
+                        Some(body) => {
+                            view.ctx.location.offset_dw = view.offset + at as u32;
+                            view.ctx.opcode = Opcode::EVENT_WRITE;
+                            handlers::events::plain_event_write(&mut view.ctx, body).then_some(length)
+                        }
+                        None => None,
+                    }
+                } else if class & tables::fast_class::NO_EFFECT != 0 {
+                    // A packet with no effect: passed by its length, when
+                    // the view holds it whole.
+                    let length = Header(h).type3_length_dw() as usize;
+                    (length <= packet.len()).then_some(length)
                 } else {
                     // No register run: straight to its handler.
                     view.left = left;

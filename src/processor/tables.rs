@@ -104,19 +104,16 @@ const fn opcode_table() -> [OpcodeEntry; 256] {
         WAIT_REG_MEM => wait::wait_reg_mem,
         INDIRECT_BUFFER => indirect::indirect_buffer,
         COPY_DATA => memory_ops::copy_data,
-        PFP_SYNC_ME => nop::no_effect,
         SURFACE_SYNC => events::surface_sync,
         COND_WRITE => memory_ops::cond_write,
         EVENT_WRITE => events::event_write,
         EVENT_WRITE_EOP => events::event_write_eop,
         EVENT_WRITE_EOS => events::event_write_eos,
         RELEASE_MEM => events::release_mem,
-        PREAMBLE_CNTL => nop::no_effect,
         DMA_DATA => memory_ops::dma_data,
         CONTEXT_REG_RMW => registers::context_reg_rmw,
         ACQUIRE_MEM => events::acquire_mem,
         REWIND => wait::rewind,
-        PRIME_UTCL2 => nop::no_effect,
         LOAD_UCONFIG_REG => registers::load_reg,
         LOAD_SH_REG => registers::load_reg,
         LOAD_CONFIG_REG => registers::load_reg,
@@ -130,9 +127,6 @@ const fn opcode_table() -> [OpcodeEntry; 256] {
         INCREMENT_DE_COUNTER => const_engine::increment_de_counter,
         WAIT_ON_CE_COUNTER => const_engine::wait_on_ce_counter,
         WAIT_ON_DE_COUNTER_DIFF => const_engine::wait_on_de_counter_diff,
-        SWITCH_BUFFER => nop::no_effect,
-        FRAME_CONTROL => nop::no_effect,
-        WAIT_FOR_WRITE_CONFIRM => nop::no_effect,
         WAIT_REG_MEM64 => wait::wait_reg_mem,
         DRAW_INDIRECT_COUNT_MULTI => draw::draw::<{ Opcode::DRAW_INDIRECT_COUNT_MULTI.0 }>,
         DRAW_INDEX_INDIRECT_COUNT_MULTI => draw::draw::<{ Opcode::DRAW_INDEX_INDIRECT_COUNT_MULTI.0 }>,
@@ -147,6 +141,11 @@ const fn opcode_table() -> [OpcodeEntry; 256] {
         DISPATCH_TASK_STATE_INIT => dispatch::dispatch_task_state_init,
         DISPATCH_TASKMESH_DIRECT_ACE => dispatch::dispatch_taskmesh_direct_ace,
         DISPATCH_TASKMESH_INDIRECT_MULTI_ACE => dispatch::dispatch_taskmesh_indirect_multi_ace,
+    }
+    let mut k = 0;
+    while k < NO_EFFECT_PACKETS.len() {
+        t[NO_EFFECT_PACKETS[k].0 as usize] = OpcodeEntry::Handler(nop::no_effect);
+        k += 1;
     }
     t
 }
@@ -264,24 +263,43 @@ const fn register_runs(entries: [OpcodeEntry; 256]) -> [RegisterRun; 256] {
 pub(crate) mod fast_class {
     /// Nothing: the packet goes the general way (the loop takes a
     /// one-dword NOP pad before it looks here).
-    pub const NONE: u8 = 0;
+    pub const NONE: u16 = 0;
     /// SET_SH_REG: a register run in the SH space.
-    pub const SH: u8 = 1;
+    pub const SH: u16 = 1;
     /// SET_CONTEXT_REG: a register run in the context space.
-    pub const CONTEXT: u8 = 2;
+    pub const CONTEXT: u16 = 2;
     /// SET_UCONFIG_REG and SET_UCONFIG_REG_INDEX: one GPU-wide register.
-    pub const UCONFIG: u8 = 4;
+    pub const UCONFIG: u16 = 4;
     /// NUM_INSTANCES: its handler's whole effect is one write of
     /// VGT_NUM_INSTANCES, which the fast path makes like a SET_UCONFIG_REG.
-    pub const NUM_INSTANCES: u8 = 8;
+    pub const NUM_INSTANCES: u16 = 8;
     /// Another register writer: a register run in its space's [`super::RegisterRun`].
-    pub const OTHER_RUN: u8 = 16;
+    pub const OTHER_RUN: u16 = 16;
     /// A packet whose handler is plain (see [`super::PLAIN_HANDLERS`]).
-    pub const PLAIN_HANDLER: u8 = 32;
+    pub const PLAIN_HANDLER: u16 = 32;
     /// A direct draw: the draw handler's fast entry runs it
     /// (`handlers::draw::direct_draw`, for `handlers::draw::DIRECT_DRAWS`).
-    pub const DIRECT_DRAW: u8 = 64;
+    pub const DIRECT_DRAW: u16 = 64;
+    /// A packet with no effect (see [`super::NO_EFFECT_PACKETS`]): counted
+    /// and passed by its length, no handler call.
+    pub const NO_EFFECT: u16 = 128;
+    /// EVENT_WRITE: the events handler's fast entry runs a plain event
+    /// (`handlers::events::plain_event_write`).
+    pub const EVENT_WRITE: u16 = 256;
 }
+
+/// Packets with no effect on a serial emulator: their handler is
+/// `nop::no_effect` (the opcode table takes it from this list), and the
+/// loop's fast path passes them by their length without calling it
+/// (`fast_class::NO_EFFECT`).
+pub(crate) const NO_EFFECT_PACKETS: [Opcode; 6] = [
+    Opcode::PFP_SYNC_ME,
+    Opcode::PREAMBLE_CNTL,
+    Opcode::PRIME_UTCL2,
+    Opcode::SWITCH_BUFFER,
+    Opcode::FRAME_CONTROL,
+    Opcode::WAIT_FOR_WRITE_CONFIRM,
+];
 
 /// Opcodes whose handler is plain: it never changes predication, runs the
 /// constant engine, charges packets of its own or reads the counts of
@@ -292,12 +310,11 @@ pub(crate) mod fast_class {
 /// index-buffer state packets (the direct draws have a fast entry of their
 /// own, `fast_class::DIRECT_DRAW`), events and releases, memory writes,
 /// fills and copies, cache actions, context control and clear state.
-pub(crate) const PLAIN_HANDLERS: [Opcode; 16] = [
+pub(crate) const PLAIN_HANDLERS: [Opcode; 13] = [
     Opcode::DISPATCH_DIRECT,
     Opcode::INDEX_BASE,
     Opcode::INDEX_TYPE,
     Opcode::INDEX_BUFFER_SIZE,
-    Opcode::EVENT_WRITE,
     Opcode::EVENT_WRITE_EOP,
     Opcode::EVENT_WRITE_EOS,
     Opcode::RELEASE_MEM,
@@ -305,8 +322,6 @@ pub(crate) const PLAIN_HANDLERS: [Opcode; 16] = [
     Opcode::SURFACE_SYNC,
     Opcode::WRITE_DATA,
     Opcode::DMA_DATA,
-    Opcode::PFP_SYNC_ME,
-    Opcode::PREAMBLE_CNTL,
     Opcode::CONTEXT_CONTROL,
     Opcode::CLEAR_STATE,
 ];
@@ -315,7 +330,7 @@ pub(crate) const PLAIN_HANDLERS: [Opcode; 16] = [
 /// (`entries` says which opcodes run a handler on the queue: a plain
 /// handler's opcode that is graphics-only on compute queues is not plain
 /// there).
-const fn fast_classes(runs: &[RegisterRun; 256], entries: &[OpcodeEntry; 256]) -> [u8; 256] {
+const fn fast_classes(runs: &[RegisterRun; 256], entries: &[OpcodeEntry; 256]) -> [u16; 256] {
     let mut t = [fast_class::NONE; 256];
     let mut k = 0;
     while k < PLAIN_HANDLERS.len() {
@@ -324,6 +339,18 @@ const fn fast_classes(runs: &[RegisterRun; 256], entries: &[OpcodeEntry; 256]) -
             t[i] = fast_class::PLAIN_HANDLER;
         }
         k += 1;
+    }
+    let mut k = 0;
+    while k < NO_EFFECT_PACKETS.len() {
+        let i = NO_EFFECT_PACKETS[k].0 as usize;
+        if matches!(entries[i], OpcodeEntry::Handler(_)) {
+            t[i] = fast_class::NO_EFFECT;
+        }
+        k += 1;
+    }
+    let event_write = Opcode::EVENT_WRITE.0 as usize;
+    if matches!(entries[event_write], OpcodeEntry::Handler(_)) {
+        t[event_write] = fast_class::EVENT_WRITE;
     }
     let mut k = 0;
     while k < draw::DIRECT_DRAWS.len() {
@@ -357,7 +384,7 @@ const fn fast_classes(runs: &[RegisterRun; 256], entries: &[OpcodeEntry; 256]) -
 /// True when no opcode the fast path stores through its space's
 /// [`RegisterRun`] (`fast_class::OTHER_RUN`) writes uconfig registers:
 /// those are GPU-wide, and only the uconfig case stores them there too.
-const fn other_runs_stay_local(classes: &[u8; 256], runs: &[RegisterRun; 256]) -> bool {
+const fn other_runs_stay_local(classes: &[u16; 256], runs: &[RegisterRun; 256]) -> bool {
     let mut i = 0;
     while i < 256 {
         if classes[i] == fast_class::OTHER_RUN && runs[i].base >= space::UCONFIG {
@@ -379,10 +406,10 @@ const _: () = {
 pub(crate) static REGISTER_RUNS: [RegisterRun; 256] = register_runs(opcode_table());
 
 /// [`fast_class`] by opcode on the graphics queue.
-pub(crate) static FAST_CLASSES: [u8; 256] = fast_classes(&REGISTER_RUNS, &opcode_table());
+pub(crate) static FAST_CLASSES: [u16; 256] = fast_classes(&REGISTER_RUNS, &opcode_table());
 
 /// [`fast_class`] by opcode on compute queues.
-pub(crate) static COMPUTE_FAST_CLASSES: [u8; 256] = fast_classes(&COMPUTE_REGISTER_RUNS, &compute_opcode_table());
+pub(crate) static COMPUTE_FAST_CLASSES: [u16; 256] = fast_classes(&COMPUTE_REGISTER_RUNS, &compute_opcode_table());
 
 /// The same for compute queues: graphics-only register writers have none.
 pub(crate) static COMPUTE_REGISTER_RUNS: [RegisterRun; 256] = register_runs(compute_opcode_table());

@@ -25,16 +25,7 @@ mod event_type {
 
 pub(crate) fn event_write(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let e = ctx.decode::<EventWrite>(p)?;
-    let sample = match e.event_type {
-        event_type::ZPASS_DONE | event_type::PIXEL_PIPE_STAT_DUMP => Some(SampleKind::ZpassDone),
-        event_type::SAMPLE_PIPELINESTAT => Some(SampleKind::PipelineStats),
-        event_type::SAMPLE_STREAMOUTSTATS => Some(SampleKind::StreamoutStats(0)),
-        t @ event_type::SAMPLE_STREAMOUTSTATS1..=event_type::SAMPLE_STREAMOUTSTATS3 => {
-            Some(SampleKind::StreamoutStats(t))
-        }
-        _ => None,
-    };
-    if let (Some(kind), Some(address)) = (sample, e.address) {
+    if let (Some(kind), Some(address)) = (sample_kind(e.event_type), e.address) {
         let queue = ctx.state.queue;
         let rbs = ctx.state.config.render_backends;
         let r = ctx.backend.sample_event(queue, kind, address, rbs, &ctx.memory);
@@ -46,13 +37,51 @@ pub(crate) fn event_write(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
         let v = ctx.read_register(gfx103::CP_STRMOUT_CNTL) | 1;
         ctx.write_register(gfx103::CP_STRMOUT_CNTL, v);
     }
+    report_event(ctx, &e);
+    Ok(Flow::Continue)
+}
+
+/// The processor loop's fast path for EVENT_WRITE, with the context's
+/// location and opcode already the packet's: the whole effect of a plain
+/// event (one that writes no sample and is not the stream-out flush), the
+/// backend's event, as [`event_write`] makes it, from the packet's `body`.
+/// Anything else (a sample, the flush, a body that does not decode)
+/// changes nothing and returns false, and the loop runs the packet the
+/// general way.
+#[inline(never)]
+pub(crate) fn plain_event_write(ctx: &mut Ctx<'_>, body: &[u32]) -> bool {
+    use crate::packet::body::Body;
+    let Ok(e) = EventWrite::decode_body(Opcode::EVENT_WRITE, body) else { return false };
+    let samples = e.address.is_some() && sample_kind(e.event_type).is_some();
+    if samples || e.event_type == event_type::SO_VGTSTREAMOUT_FLUSH {
+        return false;
+    }
+    report_event(ctx, &e);
+    true
+}
+
+/// The sample an EVENT_WRITE of `event_type` writes at its address.
+fn sample_kind(event_type: u32) -> Option<SampleKind> {
+    match event_type {
+        event_type::ZPASS_DONE | event_type::PIXEL_PIPE_STAT_DUMP => Some(SampleKind::ZpassDone),
+        event_type::SAMPLE_PIPELINESTAT => Some(SampleKind::PipelineStats),
+        event_type::SAMPLE_STREAMOUTSTATS => Some(SampleKind::StreamoutStats(0)),
+        t @ event_type::SAMPLE_STREAMOUTSTATS1..=event_type::SAMPLE_STREAMOUTSTATS3 => {
+            Some(SampleKind::StreamoutStats(t))
+        }
+        _ => None,
+    }
+}
+
+/// Tells the backend of the event `e`.
+#[inline(always)]
+fn report_event(ctx: &mut Ctx<'_>, e: &EventWrite) {
     ctx.backend.event(&Event {
         queue: ctx.state.queue,
         event_type: e.event_type,
         event_index: e.event_index,
         location: ctx.location,
     });
-    Ok(Flow::Continue)
 }
 
 /// What a release does with GDS (DATA_SEL 5 of RELEASE_MEM, the GDS

@@ -51,8 +51,10 @@ pub(crate) fn nop(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     Ok(Flow::Continue)
 }
 
-/// Packets with no effect on a serial emulator (PFP_SYNC_ME, PREAMBLE_CNTL,
-/// PRIME_UTCL2, SWITCH_BUFFER, FRAME_CONTROL, WAIT_FOR_WRITE_CONFIRM).
+/// Packets with no effect on a serial emulator
+/// (`tables::NO_EFFECT_PACKETS`: PFP_SYNC_ME, PREAMBLE_CNTL, PRIME_UTCL2,
+/// SWITCH_BUFFER, FRAME_CONTROL, WAIT_FOR_WRITE_CONFIRM). The loop's fast
+/// path passes them without calling this; the general path calls it.
 pub(crate) fn no_effect(_: &mut Ctx<'_>, _: &Packet<'_>) -> HandlerResult {
     Ok(Flow::Continue)
 }
