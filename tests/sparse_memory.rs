@@ -18,7 +18,8 @@ const REGION_LEN: u64 = 4 * PAGE;
 /// The memory under test and its model: one byte vector per region.
 fn memories() -> (SparseMemory, Vec<Vec<u8>>) {
     let memory = SparseMemory::new();
-    let shared: Vec<u8> = (0..REGION_LEN).map(|i| (i * 7 + 3) as u8).collect();
+    // Bytes that differ from page to page (the page number in the mix).
+    let shared: Vec<u8> = (0..REGION_LEN).map(|i| ((i * 7 + 3) ^ (i / PAGE)) as u8).collect();
     memory.map_zeroed(REGIONS[0], REGION_LEN).unwrap();
     memory.map_shared(REGIONS[1], Arc::from(&shared[..]), 0, shared.len()).unwrap();
     memory.map_zeroed(REGIONS[2], REGION_LEN).unwrap();
@@ -197,6 +198,43 @@ fn a_whole_page_copy_takes_a_pattern_or_zero_page_as_it_is() {
     assert!(got[2 * PAGE_SIZE..].iter().enumerate().all(|(i, &b)| b == (i * 7 + 3) as u8));
     // Every byte copied counts against the write budget as before.
     assert_eq!(memory.bytes_written(), 2 * PAGE + 3 * PAGE + 3 * PAGE);
+}
+
+#[test]
+fn a_run_of_pages_written_before_takes_each_page_from_its_own_place_in_the_source() {
+    // Pages a fill wrote in one go sit in consecutive places: a later
+    // write of the same pages whole goes through them in one loop.
+    let (memory, _) = memories();
+    let (zero, shared, other) = (REGIONS[0], REGIONS[1], REGIONS[2]);
+    let source: Vec<u8> = (0..3 * PAGE).map(|i| ((i * 7 + 3) ^ (i / PAGE)) as u8).collect();
+    let read = |address: u64, len: usize| {
+        let mut got = vec![0u8; len];
+        memory.read_bytes(address, &mut got).unwrap();
+        got
+    };
+    memory.fill(zero, 3 * PAGE, 0xFFFF_FFFF).unwrap();
+    // A copy of another region's bytes (each page its own), then a fill
+    // from an odd phase (each whole page the same rotation), then a
+    // write of bytes, each over the three pages.
+    memory.copy(zero, shared, 3 * PAGE).unwrap();
+    assert_eq!(read(zero, 3 * PAGE_SIZE), source);
+    memory.fill(zero + 2, 3 * PAGE - 2, 0x4433_2211).unwrap();
+    let got = read(zero, 3 * PAGE_SIZE);
+    assert_eq!(got[..2], source[..2]);
+    assert!(got[2..].chunks(4).all(|c| *c == [0x11, 0x22, 0x33, 0x44][..c.len()]));
+    let bytes: Vec<u8> = (0..2 * PAGE_SIZE).map(|i| (i % 251) as u8).collect();
+    memory.write_bytes(zero + PAGE, &bytes).unwrap();
+    assert_eq!(read(zero + PAGE, 2 * PAGE_SIZE), bytes);
+    // A copy of pattern pages over them: each takes its source page's
+    // pattern, at its own place.
+    memory.fill(other, PAGE, 0x0102_0304).unwrap();
+    memory.fill(other + PAGE, PAGE, 0x0506_0708).unwrap();
+    memory.copy(zero + PAGE, other, 2 * PAGE).unwrap();
+    let got = read(zero + PAGE, 2 * PAGE_SIZE);
+    assert!(got[..PAGE_SIZE].chunks(4).all(|c| c == [4, 3, 2, 1]));
+    assert!(got[PAGE_SIZE..].chunks(4).all(|c| c == [8, 7, 6, 5]));
+    // No page was added by the writes over written pages.
+    assert_eq!(memory.allocated_page_bytes(), 5 * PAGE_SIZE);
 }
 
 #[test]
