@@ -564,6 +564,60 @@ const fn marks_of<const N: usize>(actions: &[RegisterAction; N]) -> RegisterMark
     marks
 }
 
+/// What CLEAR_STATE stores, built at compile time from
+/// `regs::generated::clear_state::EXTENTS`: each extent cut at the
+/// register file's pages, so that every piece is one slice of one page
+/// (`(offset from 0xA000, count)`), and the state groups the extents'
+/// registers mark. No context register calls a handler (checked here, at
+/// compile time), so storing the pieces and marking the groups is the
+/// whole of writing the extents one register run at a time.
+pub(crate) struct ClearStatePieces {
+    pieces: [(u32, u32); 32],
+    count: usize,
+    /// The [`state_group`] bits the extents' registers mark.
+    pub marks: u32,
+}
+
+impl ClearStatePieces {
+    /// The pieces, in the extents' order.
+    pub(crate) fn pieces(&self) -> &[(u32, u32)] {
+        self.pieces.get(..self.count).unwrap_or(&[])
+    }
+}
+
+/// CLEAR_STATE's pieces and marks (see [`ClearStatePieces`]).
+pub(crate) static CLEAR_STATE_PIECES: ClearStatePieces = clear_state_pieces();
+
+const fn clear_state_pieces() -> ClearStatePieces {
+    use crate::regs::generated::clear_state::EXTENTS;
+    use crate::regs::REGISTER_PAGE;
+    let marks = marks_of(&context_table());
+    let mut out = ClearStatePieces { pieces: [(0, 0); 32], count: 0, marks: 0 };
+    // The context space starts on a page: a cut relative to it is a cut of
+    // the file.
+    assert!(space::CONTEXT as usize % REGISTER_PAGE == 0);
+    let mut e = 0;
+    while e < EXTENTS.len() {
+        let (first, count) = EXTENTS[e];
+        let mut offset = (first - space::CONTEXT) as usize;
+        let end = offset + count as usize;
+        assert!(end <= space::CONTEXT_SIZE as usize);
+        while offset < end {
+            let page_end = (offset / REGISTER_PAGE + 1) * REGISTER_PAGE;
+            let piece_end = if end < page_end { end } else { page_end };
+            out.pieces[out.count] = (offset as u32, (piece_end - offset) as u32);
+            out.count += 1;
+            while offset < piece_end {
+                assert!(marks[offset] & CALLS_HANDLER == 0, "a clear-state register calls a handler");
+                out.marks |= marks[offset];
+                offset += 1;
+            }
+        }
+        e += 1;
+    }
+    out
+}
+
 /// Levels of a [`RangeMarks`] table: runs of up to 2^10 = 1024 registers.
 const RANGE_LEVELS: usize = 11;
 

@@ -285,16 +285,22 @@ const fn clear_state_image() -> [u32; space::CONTEXT_SIZE as usize] {
     image
 }
 
-/// Writes the clear-state image into the context registers: one run per
-/// extent, the same stores and actions as writing each register in turn.
+/// Writes the clear-state image into the context registers' extents: one
+/// copy per piece of an extent in one register page
+/// (`tables::CLEAR_STATE_PIECES`), then the state groups their registers
+/// mark: the same stores and marks as writing each register in turn (no
+/// context register calls a handler).
 pub(crate) fn load_clear_state(state: &mut ProcessorState) {
-    use crate::regs::generated::clear_state::EXTENTS;
-    for &(start, count) in EXTENTS {
-        let offset = start.wrapping_sub(space::CONTEXT);
+    let plan = &tables::CLEAR_STATE_PIECES;
+    for &(offset, count) in plan.pieces() {
+        let slots = state.regs.range_mut(space::CONTEXT + offset, count);
         if let Some(values) = CLEAR_STATE_IMAGE.get(offset as usize..(offset + count) as usize) {
-            write_run(state, space::CONTEXT, space::CONTEXT_SIZE, offset, values);
+            if slots.len() == values.len() {
+                slots.copy_from_slice(values);
+            }
         }
     }
+    state.dirty |= plan.marks;
 }
 
 /// CONTEXT_CONTROL: register shadowing enables; every register already lives
@@ -372,4 +378,49 @@ pub(crate) fn set_sh_reg_offset(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerRes
     let count = if s.index == 2 { 1 } else { 2 };
     write_run(ctx.state, space::SH, space::SH_SIZE, s.reg_offset, &values[..count]);
     Ok(Flow::Continue)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::QueueId;
+    use crate::processor::global::GlobalState;
+    use crate::processor::ProcessorConfig;
+    use std::sync::Arc;
+
+    /// A queue's state with every context register holding a value of its
+    /// own and no state group marked.
+    fn dirty_context() -> ProcessorState {
+        let global = Arc::new(GlobalState::new(16));
+        let mut state = ProcessorState::new(QueueId::GRAPHICS, ProcessorConfig::default(), global);
+        for offset in 0..space::CONTEXT_SIZE {
+            state.regs.set(space::CONTEXT + offset, 0x5A00_0000 | offset);
+        }
+        state.dirty = 0;
+        state
+    }
+
+    #[test]
+    fn clear_state_stores_and_marks_what_writing_each_extent_in_turn_does() {
+        use crate::regs::generated::clear_state::EXTENTS;
+        let mut loaded = dirty_context();
+        load_clear_state(&mut loaded);
+        // The general way: one register run per extent.
+        let mut written = dirty_context();
+        for &(start, count) in EXTENTS {
+            let offset = start - space::CONTEXT;
+            let values = &CLEAR_STATE_IMAGE[offset as usize..(offset + count) as usize];
+            write_run(&mut written, space::CONTEXT, space::CONTEXT_SIZE, offset, values);
+        }
+        let context = |state: &ProcessorState| -> Vec<u32> {
+            (space::CONTEXT..space::CONTEXT + space::CONTEXT_SIZE).map(|r| state.regs.get(r)).collect()
+        };
+        assert_eq!(context(&loaded), context(&written));
+        assert_eq!(loaded.dirty, written.dirty);
+        // Registers outside the extents kept theirs; inside, the image.
+        assert_eq!(loaded.regs.get(0xA0D7), 0x5A00_00D7);
+        assert_eq!(loaded.regs.get(crate::regs::gfx103::CB_TARGET_MASK), 0xFFFF_FFFF);
+        assert_eq!(loaded.regs.get(0xA001), 0);
+        assert_ne!(loaded.dirty & crate::processor::state_group::SCISSOR, 0);
+    }
 }
