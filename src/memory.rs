@@ -1459,21 +1459,23 @@ impl GuestMemory for SparseMemory {
     fn fill(&self, address: u64, len: u64, pattern: u32) -> Result<(), MemoryError> {
         check_range(address, len)?;
         let mut regions = self.regions.write();
-        if !regions.is_mapped(address, len) {
-            return Err(MemoryError::Unmapped { address, len });
-        }
         // Any piece of the fill is the pattern from the fill's phase there;
         // a whole page keeps just the pattern (see `Page`).
         let source = WriteSource::Pattern(pattern.to_le_bytes());
-        // The whole fill in place when it fits the write budget and the
-        // written-memory cap (a refused write lands nothing); otherwise in
+        // The whole fill in place when it is mapped and fits the write
+        // budget and the written-memory cap (a refused write lands
+        // nothing); unmapped, it is refused whole; otherwise it goes in
         // 256-byte writes, so the refusal names the first write past them.
-        if regions.write_with(address, len, source).is_err() {
-            let mut done = 0u64;
-            while done < len {
-                let n = (len - done).min(256);
-                regions.write_with(address + done, n, source.skip(done as usize))?;
-                done += n;
+        match regions.write_with(address, len, source) {
+            Ok(()) => {}
+            Err(MemoryError::Unmapped { .. }) => return Err(MemoryError::Unmapped { address, len }),
+            Err(_) => {
+                let mut done = 0u64;
+                while done < len {
+                    let n = (len - done).min(256);
+                    regions.write_with(address + done, n, source.skip(done as usize))?;
+                    done += n;
+                }
             }
         }
         regions.wrote();
@@ -1484,16 +1486,18 @@ impl GuestMemory for SparseMemory {
         check_range(src, len)?;
         check_range(dst, len)?;
         let mut regions = self.regions.write();
+        // From one region into another (each range inside its region, so
+        // mapped): straight into the destination's pages.
+        if let Some(result) = regions.copy_across(dst, src, len) {
+            result?;
+            regions.wrote();
+            return Ok(());
+        }
         if !regions.is_mapped(src, len) {
             return Err(MemoryError::Unmapped { address: src, len });
         }
         if !regions.is_mapped(dst, len) {
             return Err(MemoryError::Unmapped { address: dst, len });
-        }
-        if let Some(result) = regions.copy_across(dst, src, len) {
-            result?;
-            regions.wrote();
-            return Ok(());
         }
         copy_in_chunks(dst, src, len, |from, to, buf| {
             regions.read(from, buf)?;

@@ -255,3 +255,20 @@ fn a_whole_page_fill_past_the_written_limit_stops_at_the_first_page_past_it() {
     assert_eq!(memory.read_u32(REGIONS[0] + 8).unwrap(), 0x2222_2222);
     assert_eq!(memory.allocated_page_bytes(), PAGE_SIZE);
 }
+
+#[test]
+fn a_fill_or_copy_reaching_unmapped_memory_is_refused_whole_by_its_own_range() {
+    let (memory, _) = memories();
+    let (zero, shared, other) = (REGIONS[0], REGIONS[1], REGIONS[2]);
+    // From the last page of the third region on past its end.
+    let tail = other + REGION_LEN - PAGE;
+    assert_eq!(memory.fill(tail, 2 * PAGE, 0x1111_1111), Err(MemoryError::Unmapped { address: tail, len: 2 * PAGE }));
+    assert_eq!(memory.read_u32(tail).unwrap(), 0);
+    // The source, then the destination, past a region's end: nothing lands.
+    assert_eq!(memory.copy(zero, tail, 2 * PAGE), Err(MemoryError::Unmapped { address: tail, len: 2 * PAGE }));
+    assert_eq!(memory.copy(tail, shared, 2 * PAGE), Err(MemoryError::Unmapped { address: tail, len: 2 * PAGE }));
+    assert_eq!(memory.read_u32(zero).unwrap(), 0);
+    assert_eq!(memory.read_u32(tail).unwrap(), 0);
+    assert_eq!(memory.bytes_written(), 0);
+    assert_eq!(memory.allocated_page_bytes(), 0);
+}
