@@ -911,7 +911,7 @@ struct View<'v, 'c> {
     /// Whether predication skips (predicated packets go to the caller).
     skip: bool,
     /// What the fast path does by opcode (`tables::fast_class`).
-    classes: &'static [u16; 256],
+    classes: &'static [u8; 256],
 }
 
 impl View<'_, '_> {
@@ -1013,22 +1013,23 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
                     let run = &runs[opcode];
                     store_register_run(packet, count, run.base, run.spans, view.ctx.state)
                 } else if class & tables::fast_class::EVENT_WRITE != 0 {
-                    // An event: the events handler's fast entry, like a
-                    // direct draw's.
                     let length = Header(h).type3_length_dw() as usize;
-                    match packet.get(1..length) {
-                        Some(body) => {
-                            view.ctx.location.offset_dw = view.offset + at as u32;
-                            view.ctx.opcode = Opcode::EVENT_WRITE;
-                            handlers::events::plain_event_write(&mut view.ctx, body).then_some(length)
+                    if class == tables::fast_class::NO_EFFECT {
+                        // A packet with no effect: passed by its length,
+                        // when the view holds it whole.
+                        (length <= packet.len()).then_some(length)
+                    } else {
+                        // An event: the events handler's fast entry, like
+                        // a direct draw's.
+                        match packet.get(1..length) {
+                            Some(body) => {
+                                view.ctx.location.offset_dw = view.offset + at as u32;
+                                view.ctx.opcode = Opcode::EVENT_WRITE;
+                                handlers::events::plain_event_write(&mut view.ctx, body).then_some(length)
+                            }
+                            None => None,
                         }
-                        None => None,
                     }
-                } else if class & tables::fast_class::NO_EFFECT != 0 {
-                    // A packet with no effect: passed by its length, when
-                    // the view holds it whole.
-                    let length = Header(h).type3_length_dw() as usize;
-                    (length <= packet.len()).then_some(length)
                 } else {
                     // No register run: straight to its handler.
                     view.left = left;

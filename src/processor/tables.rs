@@ -263,29 +263,32 @@ const fn register_runs(entries: [OpcodeEntry; 256]) -> [RegisterRun; 256] {
 pub(crate) mod fast_class {
     /// Nothing: the packet goes the general way (the loop takes a
     /// one-dword NOP pad before it looks here).
-    pub const NONE: u16 = 0;
+    pub const NONE: u8 = 0;
     /// SET_SH_REG: a register run in the SH space.
-    pub const SH: u16 = 1;
+    pub const SH: u8 = 1;
     /// SET_CONTEXT_REG: a register run in the context space.
-    pub const CONTEXT: u16 = 2;
+    pub const CONTEXT: u8 = 2;
     /// SET_UCONFIG_REG and SET_UCONFIG_REG_INDEX: one GPU-wide register.
-    pub const UCONFIG: u16 = 4;
+    pub const UCONFIG: u8 = 4;
     /// NUM_INSTANCES: its handler's whole effect is one write of
     /// VGT_NUM_INSTANCES, which the fast path makes like a SET_UCONFIG_REG.
-    pub const NUM_INSTANCES: u16 = 8;
+    pub const NUM_INSTANCES: u8 = 8;
     /// Another register writer: a register run in its space's [`super::RegisterRun`].
-    pub const OTHER_RUN: u16 = 16;
+    pub const OTHER_RUN: u8 = 16;
     /// A packet whose handler is plain (see [`super::PLAIN_HANDLERS`]).
-    pub const PLAIN_HANDLER: u16 = 32;
+    pub const PLAIN_HANDLER: u8 = 32;
     /// A direct draw: the draw handler's fast entry runs it
     /// (`handlers::draw::direct_draw`, for `handlers::draw::DIRECT_DRAWS`).
-    pub const DIRECT_DRAW: u16 = 64;
-    /// A packet with no effect (see [`super::NO_EFFECT_PACKETS`]): counted
-    /// and passed by its length, no handler call.
-    pub const NO_EFFECT: u16 = 128;
+    pub const DIRECT_DRAW: u8 = 64;
     /// EVENT_WRITE: the events handler's fast entry runs a plain event
     /// (`handlers::events::plain_event_write`).
-    pub const EVENT_WRITE: u16 = 256;
+    pub const EVENT_WRITE: u8 = 128;
+    /// A packet with no effect (see [`super::NO_EFFECT_PACKETS`]): counted
+    /// and passed by its length, no handler call. EVENT_WRITE's bit with
+    /// the plain-handler bit (which no other class with EVENT_WRITE's bit
+    /// has): the chain tests the one bit, then tells the two apart, so
+    /// nine cases fit a byte.
+    pub const NO_EFFECT: u8 = EVENT_WRITE | PLAIN_HANDLER;
 }
 
 /// Packets with no effect on a serial emulator: their handler is
@@ -330,7 +333,7 @@ pub(crate) const PLAIN_HANDLERS: [Opcode; 13] = [
 /// (`entries` says which opcodes run a handler on the queue: a plain
 /// handler's opcode that is graphics-only on compute queues is not plain
 /// there).
-const fn fast_classes(runs: &[RegisterRun; 256], entries: &[OpcodeEntry; 256]) -> [u16; 256] {
+const fn fast_classes(runs: &[RegisterRun; 256], entries: &[OpcodeEntry; 256]) -> [u8; 256] {
     let mut t = [fast_class::NONE; 256];
     let mut k = 0;
     while k < PLAIN_HANDLERS.len() {
@@ -384,7 +387,7 @@ const fn fast_classes(runs: &[RegisterRun; 256], entries: &[OpcodeEntry; 256]) -
 /// True when no opcode the fast path stores through its space's
 /// [`RegisterRun`] (`fast_class::OTHER_RUN`) writes uconfig registers:
 /// those are GPU-wide, and only the uconfig case stores them there too.
-const fn other_runs_stay_local(classes: &[u16; 256], runs: &[RegisterRun; 256]) -> bool {
+const fn other_runs_stay_local(classes: &[u8; 256], runs: &[RegisterRun; 256]) -> bool {
     let mut i = 0;
     while i < 256 {
         if classes[i] == fast_class::OTHER_RUN && runs[i].base >= space::UCONFIG {
@@ -406,10 +409,10 @@ const _: () = {
 pub(crate) static REGISTER_RUNS: [RegisterRun; 256] = register_runs(opcode_table());
 
 /// [`fast_class`] by opcode on the graphics queue.
-pub(crate) static FAST_CLASSES: [u16; 256] = fast_classes(&REGISTER_RUNS, &opcode_table());
+pub(crate) static FAST_CLASSES: [u8; 256] = fast_classes(&REGISTER_RUNS, &opcode_table());
 
 /// [`fast_class`] by opcode on compute queues.
-pub(crate) static COMPUTE_FAST_CLASSES: [u16; 256] = fast_classes(&COMPUTE_REGISTER_RUNS, &compute_opcode_table());
+pub(crate) static COMPUTE_FAST_CLASSES: [u8; 256] = fast_classes(&COMPUTE_REGISTER_RUNS, &compute_opcode_table());
 
 /// The same for compute queues: graphics-only register writers have none.
 pub(crate) static COMPUTE_REGISTER_RUNS: [RegisterRun; 256] = register_runs(compute_opcode_table());
