@@ -630,15 +630,22 @@ impl Pages {
 /// A written page of a [`Region`]: its bytes, or four bytes repeated over
 /// the whole page, which is what a fill of the whole page (or a copy of a
 /// whole page holding one) leaves, kept as the four bytes rather than
-/// written 4 KiB at a time. The page's buffer stays allocated either way:
-/// a later write into part of the page writes the pattern into it first
-/// (no allocation), then the write.
+/// written 4 KiB at a time. The page's buffer stays allocated either way.
+/// A later write into part of such a page keeps the pattern around it:
+/// the page holds the pattern except for one range written over it, which
+/// grows to cover each write (the pattern written into the gap between
+/// the old range and the new one, if any), so a small write into a
+/// cleared buffer writes its own bytes, not the page's 4 KiB.
 #[derive(Clone)]
 struct Page {
     bytes: Box<[u8; PAGE_SIZE]>,
-    /// When set, byte `i` of the page is `pattern[i % 4]` and `bytes` is
+    /// When set, byte `i` of the page is `pattern[i % 4]`, except for the
+    /// `written` range, whose bytes are in `bytes`; the rest of `bytes` is
     /// stale.
     pattern: Option<[u8; 4]>,
+    /// With a pattern: the bytes written over it, `start..end` (empty when
+    /// `start == end`).
+    written: (u16, u16),
 }
 
 impl Page {
@@ -648,26 +655,86 @@ impl Page {
     #[inline]
     fn write_whole(&mut self, source: WriteSource<'_>) {
         self.pattern = source.page_pattern();
+        self.written = (0, 0);
         if self.pattern.is_none() {
             source.write_into(&mut self.bytes[..]);
         }
     }
 
-    /// The page's bytes, writable: the pattern written out first when the
-    /// page holds one.
-    fn bytes_mut(&mut self) -> &mut [u8; PAGE_SIZE] {
-        if let Some(pattern) = self.pattern.take() {
-            fill_pattern(&mut self.bytes[..], pattern);
+    /// A page holding `pattern` whole.
+    fn of_pattern(pattern: [u8; 4]) -> Page {
+        Page { bytes: Box::new([0u8; PAGE_SIZE]), pattern: Some(pattern), written: (0, 0) }
+    }
+
+    /// A page holding `bytes`.
+    fn of_bytes(bytes: Box<[u8; PAGE_SIZE]>) -> Page {
+        Page { bytes, pattern: None, written: (0, 0) }
+    }
+
+    /// The pattern the whole page holds, if it holds one whole.
+    fn whole_pattern(&self) -> Option<[u8; 4]> {
+        self.pattern.filter(|_| self.written.0 == self.written.1)
+    }
+
+    /// Bytes `start..end` of the page (`start <= end <= PAGE_SIZE`), for a
+    /// write of every one of them. On a page holding a pattern, the range
+    /// written over it grows to cover them, the pattern going into the gap
+    /// between the range and them, if any, and nowhere else. Once the range
+    /// would cover more than half the page, the page takes its bytes
+    /// instead (the pattern written out around the range), so that a page
+    /// written all over in small pieces (query results) is not read and
+    /// written as pattern and range for ever.
+    #[inline(always)]
+    fn writable(&mut self, start: usize, end: usize) -> &mut [u8] {
+        if let Some(pattern) = self.pattern {
+            self.write_over_pattern(pattern, start, end);
         }
-        &mut self.bytes
+        self.bytes.get_mut(start..end).unwrap_or_default()
+    }
+
+    /// [`Page::writable`]'s work on a page holding `pattern`.
+    #[inline(never)]
+    fn write_over_pattern(&mut self, pattern: [u8; 4], start: usize, end: usize) {
+        let (old_start, old_end) = (usize::from(self.written.0), usize::from(self.written.1));
+        let (low, high) = if old_start == old_end { (start, end) } else { (old_start.min(start), old_end.max(end)) };
+        if high - low > PAGE_SIZE / 2 {
+            // Keep the bytes written over the pattern (none when the
+            // range is empty), the pattern everywhere else.
+            let (keep_start, keep_end) = if old_start == old_end { (0, 0) } else { (old_start, old_end) };
+            if let Some(out) = self.bytes.get_mut(..keep_start) {
+                fill_pattern(out, pattern);
+            }
+            if let Some(out) = self.bytes.get_mut(keep_end..) {
+                fill_pattern(out, rotate_pattern(pattern, keep_end));
+            }
+            self.pattern = None;
+        } else {
+            // The gap between the range written and this one: pattern.
+            let gap = if end < old_start { end..old_start } else { old_end.min(start)..start };
+            if let Some(out) = self.bytes.get_mut(gap.clone()) {
+                fill_pattern(out, rotate_pattern(pattern, gap.start));
+            }
+            self.written = (low as u16, high as u16);
+        }
     }
 
     /// Copies the page's bytes from `in_page` on into `out` (which fits).
+    #[inline]
     fn read(&self, in_page: usize, out: &mut [u8]) {
+        let end = in_page + out.len();
         match self.pattern {
-            Some(pattern) => fill_pattern(out, rotate_pattern(pattern, in_page)),
+            Some(pattern) => {
+                fill_pattern(out, rotate_pattern(pattern, in_page));
+                // Then the bytes written over the pattern, where they meet.
+                let (low, high) = (usize::from(self.written.0).max(in_page), usize::from(self.written.1).min(end));
+                if let (Some(dst), Some(src)) =
+                    (out.get_mut(low.wrapping_sub(in_page)..high.wrapping_sub(in_page)), self.bytes.get(low..high))
+                {
+                    dst.copy_from_slice(src);
+                }
+            }
             None => {
-                if let Some(src) = self.bytes.get(in_page..in_page + out.len()) {
+                if let Some(src) = self.bytes.get(in_page..end) {
                     out.copy_from_slice(src);
                 }
             }
@@ -842,10 +909,10 @@ impl Region {
             // first time is copied from the backing, written, then kept.
             match self.pages.get_mut(page) {
                 Some(written) if n == PAGE_SIZE => written.write_whole(from),
-                Some(written) => from.write_into(&mut written.bytes_mut()[in_page..in_page + n]),
+                Some(written) => from.write_into(written.writable(in_page, in_page + n)),
                 None => {
                     let fresh = match from.page_pattern().filter(|_| n == PAGE_SIZE) {
-                        Some(pattern) => Page { bytes: Box::new([0u8; PAGE_SIZE]), pattern: Some(pattern) },
+                        Some(pattern) => Page::of_pattern(pattern),
                         None => {
                             let mut bytes = Box::new([0u8; PAGE_SIZE]);
                             let page_start = page * PAGE_SIZE as u64;
@@ -854,7 +921,7 @@ impl Region {
                                 self.read(page_start, &mut bytes[..page_len]);
                             }
                             from.write_into(&mut bytes[in_page..in_page + n]);
-                            Page { bytes, pattern: None }
+                            Page::of_bytes(bytes)
                         }
                     };
                     self.pages.insert(page, fresh);
@@ -874,7 +941,7 @@ impl Region {
             return None;
         }
         match self.pages.get(offset / PAGE_SIZE as u64) {
-            Some(page) => page.pattern,
+            Some(page) => page.whole_pattern(),
             None => matches!(self.backing, Backing::Zero).then_some([0; 4]),
         }
     }
@@ -1071,8 +1138,8 @@ impl Regions {
         }
         let mut out = [0u8; N];
         match (region.pages.get(offset / PAGE_SIZE as u64), &region.backing) {
-            (Some(Page { pattern: Some(pattern), .. }), _) => fill_pattern(&mut out, rotate_pattern(*pattern, in_page)),
-            (Some(page), _) => out = page.bytes.get(in_page..in_page + N)?.try_into().ok()?,
+            (Some(Page { pattern: None, bytes, .. }), _) => out = bytes.get(in_page..in_page + N)?.try_into().ok()?,
+            (Some(page), _) => page.read(in_page, &mut out),
             (None, Backing::Zero) => {}
             (None, Backing::Shared { bytes, offset: base }) => {
                 let start = usize::try_from(offset).ok()?.checked_add(*base)?;
@@ -1098,7 +1165,7 @@ impl Regions {
             return Some(Err(e));
         }
         let page = self.list.get_mut(index)?.pages.get_mut(offset / PAGE_SIZE as u64)?;
-        let bytes: &mut [u8; N] = page.bytes_mut().get_mut(in_page..in_page + N)?.try_into().ok()?;
+        let bytes: &mut [u8; N] = page.writable(in_page, in_page + N).try_into().ok()?;
         *bytes = data;
         self.bytes_written = self.bytes_written.saturating_add(N as u64);
         Some(Ok(()))
@@ -1161,7 +1228,7 @@ impl Regions {
                 if len > 0 && len < PAGE_SIZE as u64 && in_page as u64 + len <= PAGE_SIZE as u64 {
                     self.charge_bytes(address, len)?;
                     let page = self.list.get_mut(index).and_then(|r| r.pages.get_mut(offset / PAGE_SIZE as u64));
-                    if let Some(bytes) = page.and_then(|p| p.bytes_mut().get_mut(in_page..in_page + len as usize)) {
+                    if let Some(bytes) = page.map(|p| p.writable(in_page, in_page + len as usize)) {
                         source.write_into(bytes);
                         self.bytes_written = self.bytes_written.saturating_add(len);
                         return Ok(());
@@ -1233,9 +1300,11 @@ impl Regions {
 ///
 /// A fill that covers a page whole (a DMA clear of a buffer), or a copy of
 /// a whole page holding such a fill or never written in a zero region,
-/// keeps that page as its four repeated bytes until part of it is written:
-/// clearing or copying a large buffer costs per page, not per byte. It
-/// still counts as a written page.
+/// keeps that page as its four repeated bytes: clearing or copying a large
+/// buffer costs per page, not per byte. It still counts as a written page.
+/// A write into part of it keeps the pattern around what is written (one
+/// range of bytes over the pattern) until that range would cover most of
+/// the page, when the page takes its bytes.
 ///
 /// # Example
 ///
@@ -1264,7 +1333,8 @@ impl Regions {
 /// assert_eq!(memory.allocated_page_bytes(), 2 * PAGE_SIZE);
 ///
 /// // A clear of 64 KiB, then a copy of it, as a DMA engine does them: each
-/// // page is kept as its pattern; a write into one writes it out.
+/// // page is kept as its pattern, and a write into one as the pattern
+/// // around the bytes written.
 /// let memory = SparseMemory::new();
 /// memory.map_zeroed(0x20_0000, 0x2_0000).unwrap();
 /// memory.fill(0x20_0000, 0x1_0000, 0x3F80_0000).unwrap(); // 1.0f
@@ -1642,7 +1712,7 @@ mod tests {
         let mut pages = Pages::default();
         let written = [7u64, 8, 9, 10, 11, 30, 2, 3, 20, 21, 22, 23, 24, 25, 26, 0];
         for &page in &written {
-            pages.insert(page, Page { bytes: Box::new([page as u8; PAGE_SIZE]), pattern: None });
+            pages.insert(page, Page::of_bytes(Box::new([page as u8; PAGE_SIZE])));
         }
         for hint in [0, 4, 9, 15, 16, usize::MAX] {
             for first in 0..32u64 {

@@ -272,3 +272,36 @@ fn a_fill_or_copy_reaching_unmapped_memory_is_refused_whole_by_its_own_range() {
     assert_eq!(memory.bytes_written(), 0);
     assert_eq!(memory.allocated_page_bytes(), 0);
 }
+
+#[test]
+fn writes_into_a_cleared_page_keep_its_pattern_around_them() {
+    let (memory, _) = memories();
+    let base = REGIONS[0];
+    let page = |memory: &SparseMemory| {
+        let mut got = vec![0u8; PAGE_SIZE];
+        memory.read_bytes(base, &mut got).unwrap();
+        got
+    };
+    let mut want: Vec<u8> = (0..PAGE_SIZE).map(|i| [0x11, 0x22, 0x33, 0x44][i % 4]).collect();
+    memory.fill(base, PAGE, 0x4433_2211).unwrap();
+    // A write, one after it with a gap (pattern in between), one before
+    // it, then one overlapping the range at an odd offset.
+    for (at, bytes) in
+        [(0x200usize, vec![0xA0u8; 8]), (0x300, vec![0xB0; 5]), (0x101, vec![0xC0; 3]), (0x1FE, vec![0xD0; 16])]
+    {
+        memory.write_bytes(base + at as u64, &bytes).unwrap();
+        want[at..at + bytes.len()].copy_from_slice(&bytes);
+        assert_eq!(page(&memory), want, "after the write at {at:#x}");
+    }
+    assert_eq!(memory.read_u32(base + 0x104).unwrap(), 0x4433_2211);
+    assert_eq!(memory.read_u64(base + 0x2FC).unwrap(), 0xB0B0_B0B0_4433_2211);
+    // A write that makes the range cover most of the page: the page holds
+    // its bytes from then on, the pattern kept around them.
+    let long = vec![0xE0u8; 0x900];
+    memory.write_bytes(base + 0x400, &long).unwrap();
+    want[0x400..0xD00].copy_from_slice(&long);
+    memory.write_u32(base + 0xFFC, 7).unwrap();
+    want[0xFFC..].copy_from_slice(&7u32.to_le_bytes());
+    assert_eq!(page(&memory), want);
+    assert_eq!(memory.allocated_page_bytes(), PAGE_SIZE);
+}
