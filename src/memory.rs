@@ -617,6 +617,15 @@ impl Pages {
         self.slots.get_mut(start..start + count)
     }
 
+    /// Pages `first..first + count`, written before, when they sit in
+    /// consecutive places (see [`Pages::run_start`]).
+    #[inline]
+    fn run(&self, first: u64, count: usize) -> Option<&[(u64, Page)]> {
+        let start = self.run_start(first, count)?;
+        self.last.0.store((start + count).saturating_sub(1), Ordering::Relaxed);
+        self.slots.get(start..start + count)
+    }
+
     /// The first written page at or after `page`.
     fn first_from(&self, page: u64) -> Option<u64> {
         self.index.range(page..).next().map(|(&p, _)| p)
@@ -658,6 +667,17 @@ impl Page {
         self.written = (0, 0);
         if self.pattern.is_none() {
             source.write_into(&mut self.bytes[..]);
+        }
+    }
+
+    /// Makes the page a copy of `source`, a whole page of another region
+    /// (its pattern and the range written over it, or its bytes).
+    #[inline]
+    fn copy_whole(&mut self, source: &Page) {
+        self.pattern = source.pattern;
+        self.written = source.written;
+        if source.whole_pattern().is_none() {
+            self.bytes.copy_from_slice(&source.bytes[..]);
         }
     }
 
@@ -897,8 +917,26 @@ impl Region {
             if n == PAGE_SIZE {
                 let whole = (len - done) / PAGE_SIZE;
                 if let Some(run) = self.pages.run_mut(page, whole).filter(|_| whole > 1) {
-                    for (k, (_, written)) in run.iter_mut().enumerate() {
-                        written.write_whole(from.skip(k * PAGE_SIZE));
+                    // From a run of another region's written pages in
+                    // order (a buffer copied again): page by page, no
+                    // lookup in the source either.
+                    let source_run = match from {
+                        WriteSource::Region { region, offset } if offset % PAGE_SIZE as u64 == 0 => {
+                            region.pages.run(offset / PAGE_SIZE as u64, whole)
+                        }
+                        _ => None,
+                    };
+                    match source_run {
+                        Some(source_run) => {
+                            for ((_, written), (_, source)) in run.iter_mut().zip(source_run) {
+                                written.copy_whole(source);
+                            }
+                        }
+                        None => {
+                            for (k, (_, written)) in run.iter_mut().enumerate() {
+                                written.write_whole(from.skip(k * PAGE_SIZE));
+                            }
+                        }
                     }
                     done += whole * PAGE_SIZE;
                     offset += (whole * PAGE_SIZE) as u64;

@@ -225,13 +225,20 @@ fn a_run_of_pages_written_before_takes_each_page_from_its_own_place_in_the_sourc
     let bytes: Vec<u8> = (0..2 * PAGE_SIZE).map(|i| (i % 251) as u8).collect();
     memory.write_bytes(zero + PAGE, &bytes).unwrap();
     assert_eq!(read(zero + PAGE, 2 * PAGE_SIZE), bytes);
-    // A copy of pattern pages over them: each takes its source page's
-    // pattern, at its own place.
+    // Pages of bytes copied from one run of written pages into another.
     memory.fill(other, PAGE, 0x0102_0304).unwrap();
     memory.fill(other + PAGE, PAGE, 0x0506_0708).unwrap();
+    memory.copy(other, zero + PAGE, 2 * PAGE).unwrap();
+    assert_eq!(read(other, 2 * PAGE_SIZE), bytes);
+    // A copy of pattern pages over them, one with bytes written over its
+    // pattern: each takes its source page as it is.
+    memory.fill(other, PAGE, 0x0102_0304).unwrap();
+    memory.fill(other + PAGE, PAGE, 0x0506_0708).unwrap();
+    memory.write_u32(other + 8, 0xAABB_CCDD).unwrap();
     memory.copy(zero + PAGE, other, 2 * PAGE).unwrap();
     let got = read(zero + PAGE, 2 * PAGE_SIZE);
-    assert!(got[..PAGE_SIZE].chunks(4).all(|c| c == [4, 3, 2, 1]));
+    assert_eq!(got[8..12], [0xDD, 0xCC, 0xBB, 0xAA]);
+    assert!(got[..8].chunks(4).chain(got[12..PAGE_SIZE].chunks(4)).all(|c| c == [4, 3, 2, 1]));
     assert!(got[PAGE_SIZE..].chunks(4).all(|c| c == [8, 7, 6, 5]));
     // No page was added by the writes over written pages.
     assert_eq!(memory.allocated_page_bytes(), 5 * PAGE_SIZE);
