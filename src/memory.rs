@@ -914,9 +914,9 @@ impl Region {
             let in_page = (offset % PAGE_SIZE as u64) as usize;
             let n = (len - done).min(PAGE_SIZE - in_page);
             let from = source.skip(done);
-            if n == PAGE_SIZE {
-                let whole = (len - done) / PAGE_SIZE;
-                if let Some(run) = self.pages.run_mut(page, whole).filter(|_| whole > 1) {
+            let whole = (len - done) / PAGE_SIZE;
+            if n == PAGE_SIZE && whole > 1 {
+                if let Some(run) = self.pages.run_mut(page, whole) {
                     // From a run of another region's written pages in
                     // order (a buffer copied again): page by page, no
                     // lookup in the source either.
