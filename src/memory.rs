@@ -998,9 +998,9 @@ struct Regions {
     bytes_written: u64,
     /// Most bytes that may be written ([`SparseMemory::set_write_budget`]).
     write_budget: u64,
-    /// The regions the last two lookups found, the latest first (see
+    /// The regions the last three lookups found, the latest first (see
     /// [`Regions::region_index`]).
-    last: [Hint; 2],
+    last: [Hint; 3],
     /// Bumped on every successful write (host or packet), under the lock
     /// the write holds (see [`SparseMemory::write_generation`]).
     generation: u64,
@@ -1014,7 +1014,7 @@ impl Default for Regions {
             page_limit: u64::MAX,
             bytes_written: 0,
             write_budget: u64::MAX,
-            last: [Hint::default(), Hint::default()],
+            last: [Hint::default(), Hint::default(), Hint::default()],
             generation: 0,
         }
     }
@@ -1096,12 +1096,13 @@ impl Regions {
     }
 
     /// The index of the region holding `address`, if any: one of the last
-    /// two found when it holds it (a copy or a wait alternates between two
-    /// regions), else a binary search.
+    /// three found when it holds it (a copy or a wait alternates between
+    /// two regions, a DMA packet's source and destination and its fence
+    /// make three), else a binary search.
     #[inline]
     fn region_index(&self, address: u64) -> Option<usize> {
         let holds = |index: usize| self.list.get(index).is_some_and(|r| r.start <= address && address < r.end());
-        let [latest, before] = &self.last;
+        let [latest, before, oldest] = &self.last;
         let last = latest.0.load(Ordering::Relaxed);
         if holds(last) {
             return Some(last);
@@ -1110,9 +1111,14 @@ impl Regions {
         if holds(other) {
             return Some(other);
         }
+        let third = oldest.0.load(Ordering::Relaxed);
+        if holds(third) {
+            return Some(third);
+        }
         let index = self.list.partition_point(|r| r.start <= address).checked_sub(1)?;
         let region = self.list.get(index)?;
         if address < region.end() {
+            oldest.0.store(other, Ordering::Relaxed);
             before.0.store(last, Ordering::Relaxed);
             latest.0.store(index, Ordering::Relaxed);
             return Some(index);
@@ -1666,10 +1672,11 @@ mod tests {
         // A clone keeps its own hint and the same bytes.
         let copy = m.clone();
         assert_eq!(copy.read_u32(0x20_0010).unwrap(), 0x22);
-        // Both hints stale at once: two lookups (index 0 and 2), then a
-        // mapping below both; every region is still found by address.
+        // Every hint stale at once: three lookups (index 0, 2 and 1), then
+        // a mapping below them all; every region is still found by address.
         assert_eq!(m.read_u32(0x10_0010).unwrap(), 0x11);
         assert_eq!(m.read_u32(0x30_0010).unwrap(), 0x33);
+        assert_eq!(m.read_u32(0x20_0010).unwrap(), 0x22);
         m.map_zeroed(0x1000, 0x1000).unwrap();
         for (address, value) in [(0x30_0010, 0x33), (0x10_0010, 0x11), (0x20_0010, 0x22), (0x1010, 0)] {
             assert_eq!(m.read_u32(address).unwrap(), value, "{address:#x}");
