@@ -530,8 +530,10 @@ struct Region {
 /// place for the range questions (how many in a range, the first at or
 /// after a page). A lookup tries the place the last one found, then the
 /// one after it (accesses in a row mostly hit one page, or walk pages
-/// written in order, as a fill or copy does), before the index. The hint
-/// is only a hint: the page at a place says which page it is.
+/// written in order, as a fill or copy does), then the page's distance
+/// from the first page written (a buffer first written whole, in order),
+/// before the index. These are only guesses: the page at a place says
+/// which page it is.
 #[derive(Clone, Default)]
 struct Pages {
     slots: Vec<(u64, Page)>,
@@ -545,6 +547,15 @@ impl Pages {
     fn slot(&self, page: u64) -> Option<usize> {
         if let Some(slot) = self.hinted(page) {
             return Some(slot);
+        }
+        // Pages first written in order from the first one (a buffer a
+        // fill or a copy wrote whole) sit at their distance from it.
+        if let Some(&(first, _)) = self.slots.first() {
+            let guess = usize::try_from(page.wrapping_sub(first)).unwrap_or(usize::MAX);
+            if self.slots.get(guess).is_some_and(|&(p, _)| p == page) {
+                self.last.0.store(guess, Ordering::Relaxed);
+                return Some(guess);
+            }
         }
         let slot = *self.index.get(&page)?;
         self.last.0.store(slot, Ordering::Relaxed);
