@@ -9,7 +9,7 @@
 //! copy-on-write pages allocated only when written.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -539,6 +539,23 @@ struct Pages {
     slots: Vec<(u64, Page)>,
     index: BTreeMap<u64, usize>,
     last: Hint,
+    /// The last run of places found holding consecutive pages in order
+    /// (see [`Pages::run_start`]).
+    run: RunHint,
+}
+
+/// A run of places of [`Pages`] holding consecutive pages in order, as
+/// `start << 32 | count` (none when `count` is 0). Places are only ever
+/// added and never change their page, so a run found once stays one: a
+/// fill or copy of a buffer written before looks its run up once, not
+/// each time. Relaxed, like [`Hint`]: one word, so never torn.
+#[derive(Default)]
+struct RunHint(AtomicU64);
+
+impl Clone for RunHint {
+    fn clone(&self) -> Self {
+        RunHint(AtomicU64::new(self.0.load(Ordering::Relaxed)))
+    }
 }
 
 impl Pages {
@@ -614,9 +631,24 @@ impl Pages {
     /// with no lookup per page ([`Pages::run_mut`]).
     #[inline]
     fn run_start(&self, first: u64, count: usize) -> Option<usize> {
+        // Inside the last run found: no compare.
+        let known = self.run.0.load(Ordering::Relaxed);
+        let (known_start, known_count) = ((known >> 32) as usize, known & 0xFFFF_FFFF);
+        if let Some(&(known_first, _)) = self.slots.get(known_start) {
+            let end = first.checked_add(count as u64)?;
+            if known_first <= first && end <= known_first.saturating_add(known_count) {
+                return Some(known_start + (first - known_first) as usize);
+            }
+        }
         let start = self.slot(first)?;
         let run = self.slots.get(start..start.checked_add(count)?)?;
-        run.iter().zip(first..).all(|(&(page, _), want)| page == want).then_some(start)
+        let found = run.iter().zip(first..).all(|(&(page, _), want)| page == want);
+        if found {
+            if let (Ok(start32), Ok(count32)) = (u32::try_from(start), u32::try_from(count)) {
+                self.run.0.store(u64::from(start32) << 32 | u64::from(count32), Ordering::Relaxed);
+            }
+        }
+        found.then_some(start)
     }
 
     /// Pages `first..first + count`, written before, when they sit in
@@ -1776,6 +1808,16 @@ mod tests {
                     pages.last.0.store(hint, Ordering::Relaxed);
                     let want = written.iter().filter(|&&p| (first..=last).contains(&p)).count() as u64;
                     assert_eq!(pages.count_in(first, last), want, "{first}..={last}, hint {hint}");
+                    // A run: every page written, at consecutive places.
+                    let places: Vec<Option<usize>> =
+                        (first..=last).map(|p| written.iter().position(|&w| w == p)).collect();
+                    let run = places
+                        .first()
+                        .copied()
+                        .flatten()
+                        .filter(|&start| places.iter().enumerate().all(|(k, place)| *place == Some(start + k)));
+                    let count = (last - first + 1) as usize;
+                    assert_eq!(pages.run_start(first, count), run, "run {first}..={last}, hint {hint}");
                 }
                 let found = pages.get(first).map(|p| p.bytes[0]);
                 assert_eq!(found, written.contains(&first).then_some(first as u8), "page {first}");

@@ -311,8 +311,9 @@ pub(crate) const NO_EFFECT_PACKETS: [Opcode; 6] = [
 /// settles them when the handler fails, suspends, moves the cursor or
 /// writes the dwords the loop holds after all). Direct dispatches, the
 /// index-buffer state packets (the direct draws have a fast entry of their
-/// own, `fast_class::DIRECT_DRAW`), events and releases, memory writes,
-/// fills and copies, cache actions, context control and clear state.
+/// own, `fast_class::DIRECT_DRAW`), releases (EVENT_WRITE has a fast
+/// entry, `fast_class::EVENT_WRITE`), memory writes, fills and copies,
+/// cache actions, context control and clear state.
 pub(crate) const PLAIN_HANDLERS: [Opcode; 13] = [
     Opcode::DISPATCH_DIRECT,
     Opcode::INDEX_BASE,
