@@ -9,7 +9,7 @@
 //! copy-on-write pages allocated only when written.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -539,23 +539,13 @@ struct Pages {
     slots: Vec<(u64, Page)>,
     index: BTreeMap<u64, usize>,
     last: Hint,
-    /// The last run of places found holding consecutive pages in order
-    /// (see [`Pages::run_start`]).
-    run: RunHint,
-}
-
-/// A run of places of [`Pages`] holding consecutive pages in order, as
-/// `start << 32 | count` (none when `count` is 0). Places are only ever
-/// added and never change their page, so a run found once stays one: a
-/// fill or copy of a buffer written before looks its run up once, not
-/// each time. Relaxed, like [`Hint`]: one word, so never torn.
-#[derive(Default)]
-struct RunHint(AtomicU64);
-
-impl Clone for RunHint {
-    fn clone(&self) -> Self {
-        RunHint(AtomicU64::new(self.0.load(Ordering::Relaxed)))
-    }
+    /// The last run of places found holding consecutive pages in order,
+    /// as `start << 32 | count` (none when `count` is 0). Places are only
+    /// ever added and never change their page, so a run found once stays
+    /// one: a fill or copy of a buffer written before looks its run up
+    /// once, not each time (see [`Pages::run_start`]). One word, so never
+    /// torn.
+    run: Hint,
 }
 
 impl Pages {
@@ -570,23 +560,23 @@ impl Pages {
         if let Some(&(first, _)) = self.slots.first() {
             let guess = usize::try_from(page.wrapping_sub(first)).unwrap_or(usize::MAX);
             if self.slots.get(guess).is_some_and(|&(p, _)| p == page) {
-                self.last.0.store(guess, Ordering::Relaxed);
+                self.last.set(guess);
                 return Some(guess);
             }
         }
         let slot = *self.index.get(&page)?;
-        self.last.0.store(slot, Ordering::Relaxed);
+        self.last.set(slot);
         Some(slot)
     }
 
     /// The place of `page` when it is the hint's or the next one.
     #[inline]
     fn hinted(&self, page: u64) -> Option<usize> {
-        let last = self.last.0.load(Ordering::Relaxed);
+        let last = self.last.get();
         let guess = [last, last.wrapping_add(1)]
             .into_iter()
             .find(|&guess| self.slots.get(guess).is_some_and(|&(p, _)| p == page))?;
-        self.last.0.store(guess, Ordering::Relaxed);
+        self.last.set(guess);
         Some(guess)
     }
 
@@ -607,7 +597,7 @@ impl Pages {
         let slot = self.slots.len();
         self.slots.push((page, content));
         self.index.insert(page, slot);
-        self.last.0.store(slot, Ordering::Relaxed);
+        self.last.set(slot);
     }
 
     /// How many of pages `first..=last` are written.
@@ -632,7 +622,7 @@ impl Pages {
     #[inline]
     fn run_start(&self, first: u64, count: usize) -> Option<usize> {
         // Inside the last run found: no compare.
-        let known = self.run.0.load(Ordering::Relaxed);
+        let known = self.run.word();
         let (known_start, known_count) = ((known >> 32) as usize, known & 0xFFFF_FFFF);
         if let Some(&(known_first, _)) = self.slots.get(known_start) {
             let end = first.checked_add(count as u64)?;
@@ -645,7 +635,7 @@ impl Pages {
         let found = run.iter().zip(first..).all(|(&(page, _), want)| page == want);
         if found {
             if let (Ok(start32), Ok(count32)) = (u32::try_from(start), u32::try_from(count)) {
-                self.run.0.store(u64::from(start32) << 32 | u64::from(count32), Ordering::Relaxed);
+                self.run.set_word(u64::from(start32) << 32 | u64::from(count32));
             }
         }
         found.then_some(start)
@@ -656,7 +646,7 @@ impl Pages {
     #[inline]
     fn run_mut(&mut self, first: u64, count: usize) -> Option<&mut [(u64, Page)]> {
         let start = self.run_start(first, count)?;
-        self.last.0.store((start + count).saturating_sub(1), Ordering::Relaxed);
+        self.last.set((start + count).saturating_sub(1));
         self.slots.get_mut(start..start + count)
     }
 
@@ -665,7 +655,7 @@ impl Pages {
     #[inline]
     fn run(&self, first: u64, count: usize) -> Option<&[(u64, Page)]> {
         let start = self.run_start(first, count)?;
-        self.last.0.store((start + count).saturating_sub(1), Ordering::Relaxed);
+        self.last.set((start + count).saturating_sub(1));
         self.slots.get(start..start + count)
     }
 
@@ -1071,11 +1061,35 @@ impl Default for Regions {
 /// a stale one (after a mapping, or another reader's lookup) just costs the
 /// search. Relaxed atomics, because readers share the lock.
 #[derive(Default)]
-struct Hint(AtomicUsize);
+struct Hint(AtomicU64);
+
+impl Hint {
+    /// The index or place last stored (any value: it is checked on use).
+    #[inline]
+    fn get(&self) -> usize {
+        usize::try_from(self.word()).unwrap_or(usize::MAX)
+    }
+
+    #[inline]
+    fn set(&self, value: usize) {
+        self.set_word(value as u64);
+    }
+
+    /// The whole word, for a hint packed into it.
+    #[inline]
+    fn word(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    fn set_word(&self, word: u64) {
+        self.0.store(word, Ordering::Relaxed);
+    }
+}
 
 impl Clone for Hint {
     fn clone(&self) -> Self {
-        Hint(AtomicUsize::new(self.0.load(Ordering::Relaxed)))
+        Hint(AtomicU64::new(self.word()))
     }
 }
 
@@ -1146,24 +1160,24 @@ impl Regions {
     fn region_index(&self, address: u64) -> Option<usize> {
         let holds = |index: usize| self.list.get(index).is_some_and(|r| r.start <= address && address < r.end());
         let [latest, before, oldest] = &self.last;
-        let last = latest.0.load(Ordering::Relaxed);
+        let last = latest.get();
         if holds(last) {
             return Some(last);
         }
-        let other = before.0.load(Ordering::Relaxed);
+        let other = before.get();
         if holds(other) {
             return Some(other);
         }
-        let third = oldest.0.load(Ordering::Relaxed);
+        let third = oldest.get();
         if holds(third) {
             return Some(third);
         }
         let index = self.list.partition_point(|r| r.start <= address).checked_sub(1)?;
         let region = self.list.get(index)?;
         if address < region.end() {
-            oldest.0.store(other, Ordering::Relaxed);
-            before.0.store(last, Ordering::Relaxed);
-            latest.0.store(index, Ordering::Relaxed);
+            oldest.set(other);
+            before.set(last);
+            latest.set(index);
             return Some(index);
         }
         None
@@ -1805,7 +1819,7 @@ mod tests {
         for hint in [0, 4, 9, 15, 16, usize::MAX] {
             for first in 0..32u64 {
                 for last in first..32 {
-                    pages.last.0.store(hint, Ordering::Relaxed);
+                    pages.last.set(hint);
                     let want = written.iter().filter(|&&p| (first..=last).contains(&p)).count() as u64;
                     assert_eq!(pages.count_in(first, last), want, "{first}..={last}, hint {hint}");
                     // A run: every page written, at consecutive places.
