@@ -1,6 +1,7 @@
 //! The processor loop's fast path (register writers, runs of pads,
-//! NUM_INSTANCES, direct draws, plain events and packets with no effect
-//! run inside the view loop) against its
+//! NUM_INSTANCES, direct draws, plain events, packets with no effect and
+//! DMA_DATA packets that move nothing run inside the view loop, and plain
+//! handlers, waits among them, run with no settling of the counts) against its
 //! general path (every packet through `run_one` and its handler, which
 //! `report_packets` forces): random streams of those packets, well formed
 //! or not, cut into random slices under random work budgets, must have the
@@ -151,6 +152,49 @@ fn memory_packet() -> impl Strategy<Value = (Opcode, Vec<u32>)> {
             body.push(len * 4);
             (Opcode::DMA_DATA, body)
         }),
+        // A DMA_DATA that moves nothing: DST_SEL NOWHERE, or the write of
+        // CP_DMA_READ_TAGS (a register destination), of any count.
+        (target(), target(), 0..40u32, any::<bool>()).prop_map(move |(dst, src, len, tags)| {
+            let (word0, dst, das) =
+                if tags { (0, u64::from(r::CP_DMA_READ_TAGS) << 2, 1 << 27) } else { (2 << 20, dst, 0) };
+            let mut body = vec![word0, src as u32, (src >> 32) as u32];
+            body.extend(lo_hi(dst));
+            body.push((len * 4) | das);
+            (Opcode::DMA_DATA, body)
+        }),
+        // Waits on memory (the scratch region is zeros, and the packets
+        // above write it) or on a register, met or not (a wait that is not
+        // met suspends the stream); sometimes 64-bit, sometimes writing a
+        // register first (OPERATION 1), sometimes cut short.
+        (
+            target(),
+            0..8u32,
+            0..3u32,
+            any::<bool>(),
+            any::<bool>(),
+            any::<bool>(),
+            prop::sample::select(vec![r::COMPUTE_USER_DATA_0, r::VGT_NUM_INSTANCES, 0xA000]),
+            0..8usize,
+        )
+            .prop_map(move |(a, function, reference, memory, wide, write_first, register, cut)| {
+                let operation = if write_first && !memory { 1 } else { 0 };
+                let word0 = function | u32::from(memory) << 4 | operation << 6;
+                let mut body =
+                    if memory { vec![word0, a as u32, (a >> 32) as u32] } else { vec![word0, register, register + 1] };
+                body.push(reference);
+                if wide {
+                    body.push(0);
+                }
+                body.extend([0xFFFF_FFFF, 0]);
+                if wide {
+                    body.push(0);
+                }
+                body.push(10);
+                if cut < 2 {
+                    body.truncate(cut + 2);
+                }
+                (if wide { Opcode::WAIT_REG_MEM64 } else { Opcode::WAIT_REG_MEM }, body)
+            }),
         (target(), any::<u32>(), 0..4u32).prop_map(move |(a, data, int_sel)| {
             let mut body = vec![0x28 | 5 << 8, 1 << 29 | int_sel << 24];
             body.extend(lo_hi(a));

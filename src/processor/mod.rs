@@ -1030,6 +1030,14 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
                             None => None,
                         }
                     }
+                } else if opcode == usize::from(Opcode::DMA_DATA.0)
+                    && class == tables::fast_class::PLAIN_HANDLER
+                    && dma_moves_nothing(packet, Header(h).type3_length_dw() as usize)
+                {
+                    // A DMA_DATA that moves nothing (a driver's CP_SYNC-only
+                    // packet after its copies): its handler would return at
+                    // once.
+                    Some(Header(h).type3_length_dw() as usize)
                 } else {
                     // No register run: straight to its handler.
                     view.left = left;
@@ -1083,6 +1091,14 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
     };
     view.settle(left);
     (at, stop)
+}
+
+/// Whether `packet` (the view from a DMA_DATA header on, `length` dwords
+/// long) is held whole and moves nothing (see
+/// `handlers::memory_ops::dma_data_moves_nothing`).
+#[inline(always)]
+fn dma_moves_nothing(packet: &[u32], length: usize) -> bool {
+    packet.get(1..length).is_some_and(handlers::memory_ops::dma_data_moves_nothing)
 }
 
 /// How many one-dword NOP pads `words` starts with: one at a time up to

@@ -313,8 +313,9 @@ pub(crate) const NO_EFFECT_PACKETS: [Opcode; 6] = [
 /// index-buffer state packets (the direct draws have a fast entry of their
 /// own, `fast_class::DIRECT_DRAW`), releases (EVENT_WRITE has a fast
 /// entry, `fast_class::EVENT_WRITE`), memory writes, fills and copies,
-/// cache actions, context control and clear state.
-pub(crate) const PLAIN_HANDLERS: [Opcode; 13] = [
+/// cache actions, context control, clear state and waits on memory or a
+/// register (which suspend only when the value is not there yet).
+pub(crate) const PLAIN_HANDLERS: [Opcode; 15] = [
     Opcode::DISPATCH_DIRECT,
     Opcode::INDEX_BASE,
     Opcode::INDEX_TYPE,
@@ -328,6 +329,8 @@ pub(crate) const PLAIN_HANDLERS: [Opcode; 13] = [
     Opcode::DMA_DATA,
     Opcode::CONTEXT_CONTROL,
     Opcode::CLEAR_STATE,
+    Opcode::WAIT_REG_MEM,
+    Opcode::WAIT_REG_MEM64,
 ];
 
 /// Opcode → [`fast_class`]: one byte load picks the fast path's case

@@ -209,15 +209,10 @@ fn dma_write(ctx: &mut Ctx<'_>, dst: DmaEnd, data: &[u32]) -> Result<(), Pm4Erro
 /// GDS always increments. Register and GDS sides move whole dwords.
 pub(crate) fn dma_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let d = ctx.decode::<DmaData>(p)?;
+    if moves_nothing(&d) {
+        return Ok(Flow::Continue);
+    }
     let len = u64::from(d.byte_count);
-    if d.dst_sel == 2 || len == 0 {
-        // A read-only prefetch, or nothing to move.
-        return Ok(Flow::Continue);
-    }
-    // The DMA synchronisation idiom console SDKs emit: no effect.
-    if d.dst_sel != 1 && d.dst_is_register && (d.dst >> 2) as u32 == gfx103::CP_DMA_READ_TAGS {
-        return Ok(Flow::Continue);
-    }
     let src = match d.src_sel {
         1 => DmaEnd::Gds { offset: d.src & 0xFFFF },
         2 => DmaEnd::Data(d.src as u32),
@@ -266,6 +261,26 @@ pub(crate) fn dma_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
         done += n as u32;
     }
     Ok(Flow::Continue)
+}
+
+/// Whether the DMA_DATA `d` moves nothing: a read-only prefetch (DST_SEL
+/// NOWHERE), a count of 0 (the CP_SYNC-only packet a driver ends a series
+/// of copies with), or the DMA synchronisation idiom console SDKs emit (a
+/// write of CP_DMA_READ_TAGS).
+fn moves_nothing(d: &DmaData) -> bool {
+    d.dst_sel == 2
+        || d.byte_count == 0
+        || (d.dst_sel != 1 && d.dst_is_register && (d.dst >> 2) as u32 == gfx103::CP_DMA_READ_TAGS)
+}
+
+/// The loop's fast entry for DMA_DATA (`body` is the packet's body): true
+/// when the body decodes and moves nothing (see [`moves_nothing`]), which
+/// is the whole of what [`dma_data`] does with it; false, having done
+/// nothing, for anything else, which the loop runs through the handler.
+#[inline]
+pub(crate) fn dma_data_moves_nothing(body: &[u32]) -> bool {
+    use crate::packet::body::Body;
+    DmaData::decode_body(crate::packet::Opcode::DMA_DATA, body).is_ok_and(|d| moves_nothing(&d))
 }
 
 /// Applies a TC atomic operation; returns the new value (None: no such op).
