@@ -1,12 +1,14 @@
 //! The processor loop's fast path (register writers, runs of pads,
 //! NUM_INSTANCES, direct draws, plain events, packets with no effect and
-//! DMA_DATA packets that move nothing run inside the view loop, and plain
-//! handlers, waits among them, run with no settling of the counts) against its
-//! general path (every packet through `run_one` and its handler, which
-//! `report_packets` forces): random streams of those packets, well formed
-//! or not, cut into random slices under random work budgets, must have the
-//! same effects on both: the backend's calls, every register, the GPU-wide
-//! UCONFIG file, the counts and each slice's result.
+//! DMA_DATA copies, fills and packets that move nothing run inside the
+//! view loop, and plain handlers, waits among them, run with no settling
+//! of the counts) against its general path (every packet through
+//! `run_one` and its handler, which `report_packets` forces): random
+//! streams of those packets, well formed or not, writing memory, the
+//! command buffer or nowhere mapped, cut into random slices under random
+//! work budgets, must have the same effects on both: the backend's calls,
+//! every register, the GPU-wide UCONFIG file, memory, the counts and each
+//! slice's result and cursor.
 
 use proptest::prelude::*;
 
@@ -127,10 +129,17 @@ fn packet() -> impl Strategy<Value = Packet> {
     ]
 }
 
-/// Where a generated packet writes: the scratch region, or the command
-/// buffer itself (which makes the loop drop the dwords it holds).
+/// Where a generated packet writes: the scratch region, the command
+/// buffer itself (which makes the loop drop the dwords it holds), the
+/// scratch region's last bytes (a copy or fill of more runs past its end)
+/// or nowhere mapped (the packet fails).
 fn target() -> impl Strategy<Value = u64> {
-    prop_oneof![3 => (0..16u64).prop_map(|k| SCRATCH + 4 * k), 1 => (0..24u64).prop_map(|k| COMMANDS + 4 * k)]
+    prop_oneof![
+        6 => (0..16u64).prop_map(|k| SCRATCH + 4 * k),
+        2 => (0..24u64).prop_map(|k| COMMANDS + 4 * k),
+        1 => (1..8u64).prop_map(|k| SCRATCH + SCRATCH_SIZE - 4 * k),
+        1 => Just(UNMAPPED),
+    ]
 }
 
 /// The plain handlers' packets (events, releases, memory writes, fills
@@ -237,11 +246,15 @@ fn memory_packet() -> impl Strategy<Value = (Opcode, Vec<u32>)> {
 const SCRATCH: u64 = 0x10_0000;
 /// Where the stream is mapped.
 const COMMANDS: u64 = 0x1000;
+/// The scratch region's size.
+const SCRATCH_SIZE: u64 = 0x1_0000;
+/// An address nothing maps.
+const UNMAPPED: u64 = 0x7000_0000;
 
 /// What a run did, compared between the two paths.
 #[derive(Debug, PartialEq)]
 struct Effects {
-    /// Each slice's result.
+    /// Each slice's result, and the cursor after it.
     results: Vec<String>,
     /// The backend's log, and what each draw saw beyond it.
     log: Vec<String>,
@@ -251,7 +264,8 @@ struct Effects {
     uconfig: Vec<(u32, u32)>,
     /// The processor's counts.
     stats: String,
-    /// The first bytes of the scratch region and of the command buffer.
+    /// The first and last bytes of the scratch region and the first of the
+    /// command buffer.
     memory: Vec<u32>,
 }
 
@@ -285,7 +299,7 @@ impl Forward for Recorder {
 fn run(words: &[u32], general: bool, graphics: bool, slice: u64, work_budget: u64) -> Effects {
     let memory = SparseMemory::new();
     memory.map_dwords(COMMANDS, words).unwrap();
-    memory.map_zeroed(SCRATCH, 0x1_0000).unwrap();
+    memory.map_zeroed(SCRATCH, SCRATCH_SIZE).unwrap();
     let queue = if graphics { QueueId::GRAPHICS } else { QueueId::compute(0, 0).unwrap() };
     let config = ProcessorConfig { report_packets: general, work_budget, ..ProcessorConfig::default() };
     let mut processor = Processor::with_config(queue, config);
@@ -296,7 +310,10 @@ fn run(words: &[u32], general: bool, graphics: bool, slice: u64, work_budget: u6
     for _ in 0..64 {
         let mut env = Env { memory: &memory, backend: &mut backend, shaders: &shaders };
         let result = processor.process_slice(&mut env, slice);
-        results.push(format!("{result:?}"));
+        // Where the stream stands after the slice: where it resumes, or
+        // past a packet that failed.
+        let cursor = processor.execution().top().map(|c| c.address());
+        results.push(format!("{result:?} at {cursor:x?}"));
         if result != Ok(ProcessStatus::Yielded) {
             break;
         }
@@ -314,7 +331,7 @@ fn run(words: &[u32], general: bool, graphics: bool, slice: u64, work_budget: u6
         registers: processor.registers().iter_nonzero().collect(),
         uconfig,
         stats: format!("{:?}", processor.stats()),
-        memory: [(SCRATCH, 32), (COMMANDS, 32.min(words.len()))]
+        memory: [(SCRATCH, 32), (SCRATCH + SCRATCH_SIZE - 64, 16), (COMMANDS, 32.min(words.len()))]
             .iter()
             .flat_map(|&(a, n)| {
                 let mut dwords = vec![0u32; n];
@@ -355,7 +372,7 @@ fn num_instances_on_a_compute_queue_goes_the_general_way() {
     Packet::Type3(Opcode::SET_UCONFIG_REG, false, vec![r::VGT_PRIMITIVE_TYPE - space::UCONFIG, 4]).encode(&mut words);
     for general in [false, true] {
         let effects = run(&words, general, false, u64::MAX, 1 << 26);
-        assert_eq!(effects.results, ["Ok(Completed)"]);
+        assert_eq!(effects.results, ["Ok(Completed) at None"]);
         assert_eq!(effects.registers, [(r::VGT_PRIMITIVE_TYPE, 4)], "general path: {general}");
         assert_eq!(effects.uconfig, [(r::VGT_PRIMITIVE_TYPE, 4)]);
         assert_eq!(effects.log.len(), 2, "{:?}", effects.log);

@@ -40,11 +40,18 @@ pub(crate) struct WindowWatch {
     touched: AtomicBool,
 }
 
+impl WindowWatch {
+    /// Whether a write of `len` bytes at `address` hits the window.
+    #[inline]
+    fn hits(&self, address: u64, len: u64) -> bool {
+        address < self.window.1 && address.saturating_add(len) > self.window.0
+    }
+}
+
 impl WriteObserver for WindowWatch {
     #[inline]
     fn wrote(&self, address: u64, len: u64) {
-        let end = address.saturating_add(len);
-        if address < self.window.1 && end > self.window.0 {
+        if self.hits(address, len) {
             self.touched.store(true, Ordering::Relaxed);
         }
     }
@@ -68,6 +75,12 @@ impl<'a> WatchedMemory<'a> {
     #[inline]
     pub(crate) fn touched_window(&self) -> bool {
         self.observer.touched.load(Ordering::Relaxed)
+    }
+
+    /// Whether a write of `len` bytes at `address` would hit the window.
+    #[inline]
+    pub(crate) fn overlaps_window(&self, address: u64, len: u64) -> bool {
+        self.observer.hits(address, len)
     }
 }
 

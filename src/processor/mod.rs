@@ -20,6 +20,7 @@ mod window;
 pub use error::Pm4Error;
 pub use execution::{Cursor, Pm4Execution, Predication, SuspendReason};
 pub use global::{GdsError, GlobalState, DEFAULT_GDS_BYTES};
+use handlers::memory_ops::FastDma;
 pub use handlers::nop::convention_name as nop_convention;
 
 use crate::backend::{Backend, ProgramBinding, QueueId, UnknownPacket};
@@ -1030,14 +1031,32 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
                             None => None,
                         }
                     }
-                } else if opcode == usize::from(Opcode::DMA_DATA.0)
-                    && class == tables::fast_class::PLAIN_HANDLER
-                    && dma_moves_nothing(packet, Header(h).type3_length_dw() as usize)
-                {
-                    // A DMA_DATA that moves nothing (a driver's CP_SYNC-only
-                    // packet after its copies): its handler would return at
-                    // once.
-                    Some(Header(h).type3_length_dw() as usize)
+                } else if opcode == usize::from(Opcode::DMA_DATA.0) && class == tables::fast_class::PLAIN_HANDLER {
+                    // DMA_DATA: its handler's fast entry, like a direct
+                    // draw's, for a packet that moves nothing, a copy or a
+                    // fill of memory (not the window's dwords); anything
+                    // else goes the general way.
+                    let length = Header(h).type3_length_dw() as usize;
+                    match packet.get(1..length) {
+                        Some(body) => {
+                            view.ctx.location.offset_dw = view.offset + at as u32;
+                            view.ctx.opcode = Opcode::DMA_DATA;
+                            match handlers::memory_ops::dma_data_fast(&mut view.ctx, body) {
+                                FastDma::Done => Some(length),
+                                FastDma::General => None,
+                                FastDma::Failed(e) => {
+                                    // As a plain handler's failure: charged,
+                                    // not counted as run (the submission then
+                                    // ends: `process_slice` aborts it).
+                                    left -= 1;
+                                    view.settle(left);
+                                    *view.packets -= 1;
+                                    break 'view ViewStop::Failed(e);
+                                }
+                            }
+                        }
+                        None => None,
+                    }
                 } else {
                     // No register run: straight to its handler.
                     view.left = left;
@@ -1091,14 +1110,6 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
     };
     view.settle(left);
     (at, stop)
-}
-
-/// Whether `packet` (the view from a DMA_DATA header on, `length` dwords
-/// long) is held whole and moves nothing (see
-/// `handlers::memory_ops::dma_data_moves_nothing`).
-#[inline(always)]
-fn dma_moves_nothing(packet: &[u32], length: usize) -> bool {
-    packet.get(1..length).is_some_and(handlers::memory_ops::dma_data_moves_nothing)
 }
 
 /// How many one-dword NOP pads `words` starts with: one at a time up to

@@ -213,25 +213,12 @@ pub(crate) fn dma_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
         return Ok(Flow::Continue);
     }
     let len = u64::from(d.byte_count);
-    let src = match d.src_sel {
-        1 => DmaEnd::Gds { offset: d.src & 0xFFFF },
-        2 => DmaEnd::Data(d.src as u32),
-        _ if d.src_is_register => DmaEnd::Register { index: (d.src >> 2) as u32, step: !d.src_no_increment },
-        _ => DmaEnd::Memory { address: d.src, step: !d.src_no_increment },
-    };
-    let dst = match d.dst_sel {
-        1 => DmaEnd::Gds { offset: d.dst & 0xFFFF },
-        _ if d.dst_is_register => DmaEnd::Register { index: (d.dst >> 2) as u32, step: !d.dst_no_increment },
-        _ => DmaEnd::Memory { address: d.dst, step: !d.dst_no_increment },
-    };
+    let (src, dst) = dma_ends(&d);
     // Memory to memory and fills of memory keep their byte-exact fast paths.
+    if let Some(result) = copy_or_fill(ctx, src, dst, len) {
+        return result.map(|()| Flow::Continue).map_err(Box::new);
+    }
     match (src, dst) {
-        (DmaEnd::Memory { address: s, step: true }, DmaEnd::Memory { address: t, step: true }) => {
-            return ctx.memory.copy(t, s, len).map(|()| Flow::Continue).map_err(|e| ctx.mem_err(e).into());
-        }
-        (DmaEnd::Data(value), DmaEnd::Memory { address, step: true }) => {
-            return ctx.memory.fill(address, len, value).map(|()| Flow::Continue).map_err(|e| ctx.mem_err(e).into());
-        }
         (DmaEnd::Data(value), DmaEnd::Gds { offset }) => {
             ctx.state.global.fill_gds(offset, len, value).map_err(|e| ctx.gds_err(e))?;
             return Ok(Flow::Continue);
@@ -263,6 +250,73 @@ pub(crate) fn dma_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     Ok(Flow::Continue)
 }
 
+/// The source and destination of the DMA_DATA `d`.
+fn dma_ends(d: &DmaData) -> (DmaEnd, DmaEnd) {
+    let src = match d.src_sel {
+        1 => DmaEnd::Gds { offset: d.src & 0xFFFF },
+        2 => DmaEnd::Data(d.src as u32),
+        _ if d.src_is_register => DmaEnd::Register { index: (d.src >> 2) as u32, step: !d.src_no_increment },
+        _ => DmaEnd::Memory { address: d.src, step: !d.src_no_increment },
+    };
+    let dst = match d.dst_sel {
+        1 => DmaEnd::Gds { offset: d.dst & 0xFFFF },
+        _ if d.dst_is_register => DmaEnd::Register { index: (d.dst >> 2) as u32, step: !d.dst_no_increment },
+        _ => DmaEnd::Memory { address: d.dst, step: !d.dst_no_increment },
+    };
+    (src, dst)
+}
+
+/// A copy of `len` bytes from memory to memory or a fill of memory with
+/// the DATA dword, both incrementing: done in one call to guest memory,
+/// byte-exact. `None`, doing nothing, for any other pair of ends.
+fn copy_or_fill(ctx: &mut Ctx<'_>, src: DmaEnd, dst: DmaEnd, len: u64) -> Option<Result<(), Pm4Error>> {
+    let result = match (src, dst) {
+        (DmaEnd::Memory { address: s, step: true }, DmaEnd::Memory { address: t, step: true }) => {
+            ctx.memory.copy(t, s, len)
+        }
+        (DmaEnd::Data(value), DmaEnd::Memory { address, step: true }) => ctx.memory.fill(address, len, value),
+        _ => return None,
+    };
+    Some(result.map_err(|e| ctx.mem_err(e)))
+}
+
+/// What the loop's fast entry for DMA_DATA ([`dma_data_fast`]) did.
+pub(crate) enum FastDma {
+    /// The packet ran, or moved nothing: the loop goes on past it.
+    Done,
+    /// Nothing was done: the loop runs the packet the general way.
+    General,
+    /// The copy or fill failed, as [`dma_data`] fails (with guest memory's
+    /// own guarantee for what was written before the failure).
+    Failed(Box<Pm4Error>),
+}
+
+/// The loop's fast entry for DMA_DATA: `body` is the packet's body, the
+/// context's location and opcode are the packet's. Runs what [`dma_data`]
+/// runs for a packet that moves nothing, a copy from memory to memory or
+/// a fill of memory with DATA, unless the destination overlaps the dwords
+/// the loop holds (`ctx.memory`'s window: the general way ends the view
+/// after such a write). Anything else, and a body that does not decode:
+/// [`FastDma::General`], having done nothing.
+pub(crate) fn dma_data_fast(ctx: &mut Ctx<'_>, body: &[u32]) -> FastDma {
+    use crate::packet::body::Body;
+    let Ok(d) = DmaData::decode_body(crate::packet::Opcode::DMA_DATA, body) else { return FastDma::General };
+    if moves_nothing(&d) {
+        return FastDma::Done;
+    }
+    let len = u64::from(d.byte_count);
+    let (src, dst) = dma_ends(&d);
+    match dst {
+        DmaEnd::Memory { address, .. } if !ctx.memory.overlaps_window(address, len) => {}
+        _ => return FastDma::General,
+    }
+    match copy_or_fill(ctx, src, dst, len) {
+        Some(Ok(())) => FastDma::Done,
+        Some(Err(e)) => FastDma::Failed(Box::new(e)),
+        None => FastDma::General,
+    }
+}
+
 /// Whether the DMA_DATA `d` moves nothing: a read-only prefetch (DST_SEL
 /// NOWHERE), a count of 0 (the CP_SYNC-only packet a driver ends a series
 /// of copies with), or the DMA synchronisation idiom console SDKs emit (a
@@ -271,16 +325,6 @@ fn moves_nothing(d: &DmaData) -> bool {
     d.dst_sel == 2
         || d.byte_count == 0
         || (d.dst_sel != 1 && d.dst_is_register && (d.dst >> 2) as u32 == gfx103::CP_DMA_READ_TAGS)
-}
-
-/// The loop's fast entry for DMA_DATA (`body` is the packet's body): true
-/// when the body decodes and moves nothing (see [`moves_nothing`]), which
-/// is the whole of what [`dma_data`] does with it; false, having done
-/// nothing, for anything else, which the loop runs through the handler.
-#[inline]
-pub(crate) fn dma_data_moves_nothing(body: &[u32]) -> bool {
-    use crate::packet::body::Body;
-    DmaData::decode_body(crate::packet::Opcode::DMA_DATA, body).is_ok_and(|d| moves_nothing(&d))
 }
 
 /// Applies a TC atomic operation; returns the new value (None: no such op).
