@@ -136,7 +136,7 @@ fn packet() -> impl Strategy<Value = Packet> {
 fn target() -> impl Strategy<Value = u64> {
     prop_oneof![
         6 => (0..16u64).prop_map(|k| SCRATCH + 4 * k),
-        2 => (0..24u64).prop_map(|k| COMMANDS + 4 * k),
+        2 => (0..256u64).prop_map(|k| COMMANDS + 4 * k),
         1 => (1..8u64).prop_map(|k| SCRATCH + SCRATCH_SIZE - 4 * k),
         1 => Just(UNMAPPED),
     ]
@@ -377,5 +377,38 @@ fn num_instances_on_a_compute_queue_goes_the_general_way() {
         assert_eq!(effects.uconfig, [(r::VGT_PRIMITIVE_TYPE, 4)]);
         assert_eq!(effects.log.len(), 2, "{:?}", effects.log);
         assert!(effects.log[0].starts_with("comp0.0 unknown_packet header=0xc0002f00 at 0x1000"), "{:?}", effects.log);
+    }
+}
+
+#[test]
+fn a_write_into_the_dwords_ahead_is_seen_by_the_packets_there() {
+    // A release, a fill and a copy that rewrite the value of a register
+    // write further on in the same buffer: the loop drops the dwords it
+    // holds and reads the new ones, on both paths.
+    /// A packet's body that writes at the address given.
+    type Writer = fn(u64) -> Vec<u32>;
+    let writers: [(Opcode, Writer); 3] = [
+        (Opcode::RELEASE_MEM, |at| vec![0x28 | 5 << 8, 1 << 29, at as u32, (at >> 32) as u32, 0x5A5A, 0, 0]),
+        // A fill of DATA, 4 bytes.
+        (Opcode::DMA_DATA, |at| vec![2 << 29, 0x5A5A, 0, at as u32, (at >> 32) as u32, 4]),
+        // A copy of 4 bytes from the scratch dword the stream's first
+        // packet writes.
+        (Opcode::DMA_DATA, |at| vec![0, SCRATCH as u32 + 0x40, 0, at as u32, (at >> 32) as u32, 4]),
+    ];
+    for (opcode, writer) in writers {
+        let mut words = Vec::new();
+        let source = vec![5 << 8 | 1 << 20, SCRATCH as u32 + 0x40, 0, 0x5A5A];
+        Packet::Type3(Opcode::WRITE_DATA, false, source).encode(&mut words);
+        // The register write's value: its header and offset dword after
+        // the writer.
+        let value_at = COMMANDS + 4 * (words.len() + 1 + writer(0).len() + 2) as u64;
+        Packet::Type3(opcode, false, writer(value_at)).encode(&mut words);
+        Packet::Type3(Opcode::SET_SH_REG, false, vec![r::COMPUTE_USER_DATA_0 - space::SH, 7]).encode(&mut words);
+        for general in [false, true] {
+            let effects = run(&words, general, true, u64::MAX, 1 << 26);
+            assert_eq!(effects.results, ["Ok(Completed) at None"], "{opcode} general path: {general}");
+            let value = effects.registers.iter().find(|&&(register, _)| register == r::COMPUTE_USER_DATA_0);
+            assert_eq!(value, Some(&(r::COMPUTE_USER_DATA_0, 0x5A5A)), "{opcode} general path: {general}");
+        }
     }
 }

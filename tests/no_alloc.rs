@@ -30,6 +30,12 @@ fn frame() -> Cmd {
             .pkt3(Opcode::DRAW_INDEX_AUTO, &[3, 2])
             .pkt3(Opcode::DRAW_INDEX_2, &[100, 0xA000, 0, 6, 0])
             .write_mem(SCRATCH + u64::from(i % 64) * 4, &[i])
+            // A release and a wait it meets, a fill and a copy (the fast
+            // entries of plain handlers).
+            .release32(SCRATCH + 0xA00, i)
+            .wait_mem(SCRATCH + 0xA00, 3, i, 0xFFFF_FFFF)
+            .pkt3(Opcode::DMA_DATA, &[2 << 29, i, 0, SCRATCH as u32 + 0xC00, 0, 0x40])
+            .pkt3(Opcode::DMA_DATA, &[0, SCRATCH as u32 + 0xC00, 0, SCRATCH as u32 + 0xE00, 0, 0x40])
             .pkt3(Opcode::EVENT_WRITE, &[0x10 | (4 << 8)])
             .pkt3(Opcode::DISPATCH_DIRECT, &[1, 1, 1, 1])
             .raw(&[NOP_PAD, NOP_PAD])
@@ -39,6 +45,9 @@ fn frame() -> Cmd {
         .pkt3_pred(Opcode::DRAW_INDEX_AUTO, &[3, 2])
         .release32(SCRATCH + 0x900, 1)
         .wait_mem(SCRATCH + 0x900, 3, 1, 0xFFFF_FFFF)
+        // Predication off again (PRED_OP 0): it outlives the submission,
+        // and the next run's packets would all go the general way.
+        .pkt3(Opcode::SET_PREDICATION, &[0, 0, 0])
 }
 
 #[test]

@@ -20,8 +20,8 @@ mod window;
 pub use error::Pm4Error;
 pub use execution::{Cursor, Pm4Execution, Predication, SuspendReason};
 pub use global::{GdsError, GlobalState, DEFAULT_GDS_BYTES};
-use handlers::memory_ops::FastDma;
 pub use handlers::nop::convention_name as nop_convention;
+use handlers::Fast;
 
 use crate::backend::{Backend, ProgramBinding, QueueId, UnknownPacket};
 use crate::memory::GuestMemory;
@@ -1031,51 +1031,51 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
                             None => None,
                         }
                     }
-                } else if opcode == usize::from(Opcode::DMA_DATA.0) && class == tables::fast_class::PLAIN_HANDLER {
-                    // DMA_DATA: its handler's fast entry, like a direct
-                    // draw's, for a packet that moves nothing, a copy or a
-                    // fill of memory (not the window's dwords); anything
-                    // else goes the general way.
+                } else {
+                    // No register run: a plain handler's fast entry when it
+                    // has one (DMA_DATA, releases, waits: like a direct
+                    // draw's), else, or when the entry does not take the
+                    // packet, its handler.
                     let length = Header(h).type3_length_dw() as usize;
-                    match packet.get(1..length) {
-                        Some(body) => {
+                    let fast = match (class, tables::FAST_ENTRIES.get(opcode), packet.get(1..length)) {
+                        (tables::fast_class::PLAIN_HANDLER, Some(Some(entry)), Some(body)) => {
                             view.ctx.location.offset_dw = view.offset + at as u32;
-                            view.ctx.opcode = Opcode::DMA_DATA;
-                            match handlers::memory_ops::dma_data_fast(&mut view.ctx, body) {
-                                FastDma::Done => Some(length),
-                                FastDma::General => None,
-                                FastDma::Failed(e) => {
-                                    // As a plain handler's failure: charged,
-                                    // not counted as run (the submission then
-                                    // ends: `process_slice` aborts it).
-                                    left -= 1;
-                                    view.settle(left);
-                                    *view.packets -= 1;
-                                    break 'view ViewStop::Failed(e);
+                            view.ctx.opcode = Opcode(opcode as u8);
+                            entry(&mut view.ctx, body)
+                        }
+                        _ => Fast::General,
+                    };
+                    match fast {
+                        Fast::Done => Some(length),
+                        Fast::Failed(e) => {
+                            // As a plain handler's failure: charged, not
+                            // counted as run (the submission then ends:
+                            // `process_slice` aborts it).
+                            left -= 1;
+                            view.settle(left);
+                            *view.packets -= 1;
+                            break 'view ViewStop::Failed(e);
+                        }
+                        Fast::General => {
+                            view.left = left;
+                            let step = if class == tables::fast_class::NONE {
+                                run_handler_packet::<false>(words, at, h, view)
+                            } else {
+                                run_handler_packet::<true>(words, at, h, view)
+                            };
+                            left = view.left;
+                            match step {
+                                // Back to the top: the handler may have
+                                // changed predication.
+                                Ok(next) => {
+                                    at = next;
+                                    continue 'view;
+                                }
+                                Err((next, stop)) => {
+                                    at = next;
+                                    break 'view stop;
                                 }
                             }
-                        }
-                        None => None,
-                    }
-                } else {
-                    // No register run: straight to its handler.
-                    view.left = left;
-                    let step = if class == tables::fast_class::NONE {
-                        run_handler_packet::<false>(words, at, h, view)
-                    } else {
-                        run_handler_packet::<true>(words, at, h, view)
-                    };
-                    left = view.left;
-                    match step {
-                        // Back to the top: the handler may have changed
-                        // predication.
-                        Ok(next) => {
-                            at = next;
-                            continue 'view;
-                        }
-                        Err((next, stop)) => {
-                            at = next;
-                            break 'view stop;
                         }
                     }
                 };

@@ -10,7 +10,7 @@
 
 use super::context::{Ctx, HandlerResult};
 use super::handlers::{
-    self, const_engine, dispatch, draw, events, indirect, memory_ops, nop, predication, registers, wait,
+    self, const_engine, dispatch, draw, events, indirect, memory_ops, nop, predication, registers, wait, Fast,
 };
 use super::{state_group, ProcessorState};
 use crate::packet::{Opcode, Packet};
@@ -332,6 +332,43 @@ pub(crate) const PLAIN_HANDLERS: [Opcode; 15] = [
     Opcode::WAIT_REG_MEM,
     Opcode::WAIT_REG_MEM64,
 ];
+
+/// A plain handler's fast entry (see `handlers::Fast`): the packet's body
+/// in (the context's location and opcode are the packet's), what it did
+/// out.
+pub(crate) type FastEntry = for<'a, 'b> fn(&'a mut Ctx<'b>, &'a [u32]) -> Fast;
+
+/// Opcode → the fast entry of its plain handler, for those that have one:
+/// the loop's fast path calls it for a packet whose class is
+/// [`fast_class::PLAIN_HANDLER`] and that it holds whole, and calls the
+/// handler only when it answers [`Fast::General`].
+pub(crate) static FAST_ENTRIES: [Option<FastEntry>; 256] = fast_entries();
+
+const fn fast_entries() -> [Option<FastEntry>; 256] {
+    let mut t: [Option<FastEntry>; 256] = [None; 256];
+    let entries: [(Opcode, FastEntry); 5] = [
+        (Opcode::DMA_DATA, memory_ops::dma_data_fast),
+        (Opcode::RELEASE_MEM, events::release_fast),
+        (Opcode::EVENT_WRITE_EOP, events::release_fast),
+        (Opcode::WAIT_REG_MEM, wait::wait_reg_mem_fast),
+        (Opcode::WAIT_REG_MEM64, wait::wait_reg_mem_fast),
+    ];
+    let mut k = 0;
+    while k < entries.len() {
+        let (opcode, entry) = entries[k];
+        // Only a plain handler's packet reaches its fast entry.
+        let mut plain = false;
+        let mut j = 0;
+        while j < PLAIN_HANDLERS.len() {
+            plain |= PLAIN_HANDLERS[j].0 == opcode.0;
+            j += 1;
+        }
+        assert!(plain, "a fast entry for a handler that is not plain");
+        t[opcode.0 as usize] = Some(entry);
+        k += 1;
+    }
+    t
+}
 
 /// Opcode → [`fast_class`]: one byte load picks the fast path's case
 /// (`entries` says which opcodes run a handler on the queue: a plain

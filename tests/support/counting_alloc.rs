@@ -1,24 +1,36 @@
 //! A global allocator that counts allocations (and reallocations) and
 //! forwards everything to the system allocator: the no-allocation tests
-//! install it and compare counts around the code they watch.
+//! install it and compare counts around the code they watch. Each thread
+//! counts its own, so the test harness's other threads never add to the
+//! count of the code a test watches.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::cell::Cell;
 
 /// The counting allocator (install with `#[global_allocator]`).
 pub struct Counting;
 
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+thread_local! {
+    // Constant-initialised and without a destructor: reading it never
+    // allocates, so the allocator may use it.
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
 
-/// Allocations made so far by the whole test binary.
+/// Allocations made so far by the calling thread.
 pub fn allocations() -> u64 {
-    ALLOCATIONS.load(Ordering::Relaxed)
+    ALLOCATIONS.with(Cell::get)
+}
+
+fn count() {
+    // `try_with`: never a panic inside the allocator, even while the
+    // thread's locals are torn down.
+    let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
 }
 
 unsafe impl GlobalAlloc for Counting {
     // SAFETY: forwards to the system allocator unchanged; only counts.
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        count();
         unsafe { System.alloc(layout) }
     }
     // SAFETY: forwards to the system allocator unchanged.
@@ -27,7 +39,7 @@ unsafe impl GlobalAlloc for Counting {
     }
     // SAFETY: forwards to the system allocator unchanged; only counts.
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        count();
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }

@@ -8,7 +8,7 @@ use crate::backend::{CacheAction, Event, Fence, SampleKind};
 use crate::packet::body::{AcquireMem, EventWrite, EventWriteEos, OcclusionQuery, ReleaseMem, SurfaceSync};
 use crate::packet::{Opcode, Packet};
 use crate::processor::context::{Ctx, Flow, HandlerResult};
-use crate::processor::handlers::report_not_emulated;
+use crate::processor::handlers::{report_not_emulated, Fast};
 use crate::processor::Pm4Error;
 use crate::regs::gfx103;
 
@@ -165,6 +165,24 @@ fn retire(ctx: &mut Ctx<'_>, r: &ReleaseMem, gds: GdsStore) -> Result<(), Pm4Err
         interrupt,
     });
     Ok(())
+}
+
+/// RELEASE_MEM's and EVENT_WRITE_EOP's fast entry (see [`Fast`]; `body`
+/// is the packet's body, `ctx.opcode` its opcode): the release, as its
+/// handler retires it, unless it copies GDS or its write overlaps the
+/// dwords the loop holds (the general way ends the view after such a
+/// write). A body that does not decode: [`Fast::General`].
+pub(crate) fn release_fast(ctx: &mut Ctx<'_>, body: &[u32]) -> Fast {
+    use crate::packet::body::Body;
+    let Ok(r) = ReleaseMem::decode_body(ctx.opcode, body) else { return Fast::General };
+    // It writes at most a qword at its address (DATA_SEL 5 copies GDS).
+    if r.data_sel == 5 || (r.data_sel != 0 && ctx.memory.overlaps_window(r.address, 8)) {
+        return Fast::General;
+    }
+    match retire(ctx, &r, GdsStore::None) {
+        Ok(()) => Fast::Done,
+        Err(e) => Fast::Failed(Box::new(e)),
+    }
 }
 
 pub(crate) fn release_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {

@@ -5,7 +5,7 @@ use crate::memory::GuestMemory;
 use crate::packet::body::{AtomicMem, CompareFunction, CondWrite, CopyData, DmaData, WriteData};
 use crate::packet::Packet;
 use crate::processor::context::{Ctx, Flow, HandlerResult};
-use crate::processor::handlers::report_not_emulated;
+use crate::processor::handlers::{report_not_emulated, Fast};
 use crate::processor::{Pm4Error, SuspendReason};
 use crate::regs::gfx103;
 
@@ -280,40 +280,28 @@ fn copy_or_fill(ctx: &mut Ctx<'_>, src: DmaEnd, dst: DmaEnd, len: u64) -> Option
     Some(result.map_err(|e| ctx.mem_err(e)))
 }
 
-/// What the loop's fast entry for DMA_DATA ([`dma_data_fast`]) did.
-pub(crate) enum FastDma {
-    /// The packet ran, or moved nothing: the loop goes on past it.
-    Done,
-    /// Nothing was done: the loop runs the packet the general way.
-    General,
-    /// The copy or fill failed, as [`dma_data`] fails (with guest memory's
-    /// own guarantee for what was written before the failure).
-    Failed(Box<Pm4Error>),
-}
-
-/// The loop's fast entry for DMA_DATA: `body` is the packet's body, the
-/// context's location and opcode are the packet's. Runs what [`dma_data`]
-/// runs for a packet that moves nothing, a copy from memory to memory or
-/// a fill of memory with DATA, unless the destination overlaps the dwords
-/// the loop holds (`ctx.memory`'s window: the general way ends the view
-/// after such a write). Anything else, and a body that does not decode:
-/// [`FastDma::General`], having done nothing.
-pub(crate) fn dma_data_fast(ctx: &mut Ctx<'_>, body: &[u32]) -> FastDma {
+/// DMA_DATA's fast entry (see [`Fast`]; `body` is the packet's body): runs
+/// what [`dma_data`] runs for a packet that moves nothing, a copy from
+/// memory to memory or a fill of memory with DATA, unless the destination
+/// overlaps the dwords the loop holds (`ctx.memory`'s window: the general
+/// way ends the view after such a write). Anything else, and a body that
+/// does not decode: [`Fast::General`], having done nothing.
+pub(crate) fn dma_data_fast(ctx: &mut Ctx<'_>, body: &[u32]) -> Fast {
     use crate::packet::body::Body;
-    let Ok(d) = DmaData::decode_body(crate::packet::Opcode::DMA_DATA, body) else { return FastDma::General };
+    let Ok(d) = DmaData::decode_body(crate::packet::Opcode::DMA_DATA, body) else { return Fast::General };
     if moves_nothing(&d) {
-        return FastDma::Done;
+        return Fast::Done;
     }
     let len = u64::from(d.byte_count);
     let (src, dst) = dma_ends(&d);
     match dst {
         DmaEnd::Memory { address, .. } if !ctx.memory.overlaps_window(address, len) => {}
-        _ => return FastDma::General,
+        _ => return Fast::General,
     }
     match copy_or_fill(ctx, src, dst, len) {
-        Some(Ok(())) => FastDma::Done,
-        Some(Err(e)) => FastDma::Failed(Box::new(e)),
-        None => FastDma::General,
+        Some(Ok(())) => Fast::Done,
+        Some(Err(e)) => Fast::Failed(Box::new(e)),
+        None => Fast::General,
     }
 }
 

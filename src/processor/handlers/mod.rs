@@ -17,6 +17,18 @@ use super::{unknown_packet_report, Pm4Error, UnknownPacketPolicy};
 use crate::backend::NotEmulated;
 use crate::packet::Packet;
 
+/// What a plain handler's fast entry did (see `tables::FAST_ENTRIES`): the
+/// loop calls one for a packet it holds whole, with the context's location
+/// and opcode set to the packet's and none of a handler call's bookkeeping.
+pub(crate) enum Fast {
+    /// The packet ran: the loop goes on past it.
+    Done,
+    /// Nothing was done: the loop runs the packet through its handler.
+    General,
+    /// The packet failed, as its handler fails.
+    Failed(Box<Pm4Error>),
+}
+
 /// A type-3 packet without a handler: known opcodes are reported as not
 /// emulated, unknown ones with a hex dump; both are skipped by length (or,
 /// for unknown packets under [`UnknownPacketPolicy::Stop`], stop).

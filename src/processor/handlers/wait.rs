@@ -5,7 +5,8 @@
 use crate::packet::body::{MemSemaphore, PollTarget, Rewind, WaitRegMem};
 use crate::packet::Packet;
 use crate::processor::context::{Ctx, Flow, HandlerResult};
-use crate::processor::SuspendReason;
+use crate::processor::handlers::Fast;
+use crate::processor::{Pm4Error, SuspendReason};
 
 pub(crate) fn wait_reg_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let w = ctx.decode::<WaitRegMem>(p)?;
@@ -18,7 +19,24 @@ pub(crate) fn wait_reg_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
         }
         (_, t) => t,
     };
-    let value = match target {
+    let value = poll(ctx, &w, target)?;
+    if w.function.test(value & w.mask, w.reference) {
+        Ok(Flow::Continue)
+    } else {
+        Ok(ctx.suspend(SuspendReason::WaitRegMem {
+            target,
+            function: w.function,
+            reference: w.reference,
+            mask: w.mask,
+            current: value,
+            is_64: w.is_64,
+        }))
+    }
+}
+
+/// The value a wait `w` polls at `target` (32 or 64 bits).
+fn poll(ctx: &mut Ctx<'_>, w: &WaitRegMem, target: PollTarget) -> Result<u64, Pm4Error> {
+    Ok(match target {
         PollTarget::Memory(address) => {
             if w.is_64 {
                 ctx.read_u64(address)?
@@ -34,18 +52,26 @@ pub(crate) fn wait_reg_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
                 lo
             }
         }
-    };
-    if w.function.test(value & w.mask, w.reference) {
-        Ok(Flow::Continue)
-    } else {
-        Ok(ctx.suspend(SuspendReason::WaitRegMem {
-            target,
-            function: w.function,
-            reference: w.reference,
-            mask: w.mask,
-            current: value,
-            is_64: w.is_64,
-        }))
+    })
+}
+
+/// WAIT_REG_MEM's and WAIT_REG_MEM64's fast entry (see [`Fast`]; `body`
+/// is the packet's body, `ctx.opcode` its opcode): a wait already met
+/// goes on, as its handler does. A wait not met (the handler suspends),
+/// one that writes a register first (OPERATION 1) and a body that does
+/// not decode: [`Fast::General`], having done at most its poll, which the
+/// handler does again (a read, or the refresh of a GPU-wide register's
+/// copy in the queue's file).
+pub(crate) fn wait_reg_mem_fast(ctx: &mut Ctx<'_>, body: &[u32]) -> Fast {
+    use crate::packet::body::Body;
+    let Ok(w) = WaitRegMem::decode_body(ctx.opcode, body) else { return Fast::General };
+    if w.operation == 1 {
+        return Fast::General;
+    }
+    match poll(ctx, &w, w.target) {
+        Ok(value) if w.function.test(value & w.mask, w.reference) => Fast::Done,
+        Ok(_) => Fast::General,
+        Err(e) => Fast::Failed(Box::new(e)),
     }
 }
 
