@@ -234,7 +234,8 @@ fn memory_packet() -> impl Strategy<Value = (Opcode, Vec<u32>)> {
             small_body(),
         ),
         Just((Opcode::CONTEXT_CONTROL, vec![0x8000_0001, 0x8000_0001])),
-        Just((Opcode::CLEAR_STATE, vec![0])),
+        // Load, push, pop, push and load.
+        (0..4u32).prop_map(|cmd| (Opcode::CLEAR_STATE, vec![cmd])),
         // Plain events (no address: no sample), and the stream-out flush.
         prop::sample::select(vec![0x16u32, 0x28, 0x04, 0x1F])
             .prop_map(|event| (Opcode::EVENT_WRITE, vec![event | 1 << 8])),
@@ -382,13 +383,14 @@ fn num_instances_on_a_compute_queue_goes_the_general_way() {
 
 #[test]
 fn a_write_into_the_dwords_ahead_is_seen_by_the_packets_there() {
-    // A release, a fill and a copy that rewrite the value of a register
+    // A release, a memory write, a fill and a copy that rewrite the value of a register
     // write further on in the same buffer: the loop drops the dwords it
     // holds and reads the new ones, on both paths.
     /// A packet's body that writes at the address given.
     type Writer = fn(u64) -> Vec<u32>;
-    let writers: [(Opcode, Writer); 3] = [
+    let writers: [(Opcode, Writer); 4] = [
         (Opcode::RELEASE_MEM, |at| vec![0x28 | 5 << 8, 1 << 29, at as u32, (at >> 32) as u32, 0x5A5A, 0, 0]),
+        (Opcode::WRITE_DATA, |at| vec![5 << 8 | 1 << 20, at as u32, (at >> 32) as u32, 0x5A5A]),
         // A fill of DATA, 4 bytes.
         (Opcode::DMA_DATA, |at| vec![2 << 29, 0x5A5A, 0, at as u32, (at >> 32) as u32, 4]),
         // A copy of 4 bytes from the scratch dword the stream's first

@@ -346,12 +346,16 @@ pub(crate) static FAST_ENTRIES: [Option<FastEntry>; 256] = fast_entries();
 
 const fn fast_entries() -> [Option<FastEntry>; 256] {
     let mut t: [Option<FastEntry>; 256] = [None; 256];
-    let entries: [(Opcode, FastEntry); 5] = [
+    let entries: [(Opcode, FastEntry); 9] = [
         (Opcode::DMA_DATA, memory_ops::dma_data_fast),
+        (Opcode::WRITE_DATA, memory_ops::write_data_fast),
         (Opcode::RELEASE_MEM, events::release_fast),
         (Opcode::EVENT_WRITE_EOP, events::release_fast),
+        (Opcode::ACQUIRE_MEM, events::acquire_mem_fast),
         (Opcode::WAIT_REG_MEM, wait::wait_reg_mem_fast),
         (Opcode::WAIT_REG_MEM64, wait::wait_reg_mem_fast),
+        (Opcode::CLEAR_STATE, registers::clear_state_fast),
+        (Opcode::CONTEXT_CONTROL, registers::context_control_fast),
     ];
     let mut k = 0;
     while k < entries.len() {

@@ -179,10 +179,7 @@ pub(crate) fn release_fast(ctx: &mut Ctx<'_>, body: &[u32]) -> Fast {
     if r.data_sel == 5 || (r.data_sel != 0 && ctx.memory.overlaps_window(r.address, 8)) {
         return Fast::General;
     }
-    match retire(ctx, &r, GdsStore::None) {
-        Ok(()) => Fast::Done,
-        Err(e) => Fast::Failed(Box::new(e)),
-    }
+    Fast::of(retire(ctx, &r, GdsStore::None))
 }
 
 pub(crate) fn release_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
@@ -226,6 +223,26 @@ pub(crate) fn event_write_eos(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResul
 
 pub(crate) fn acquire_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let a = ctx.decode::<AcquireMem>(p)?;
+    acquire(ctx, &a);
+    Ok(Flow::Continue)
+}
+
+/// ACQUIRE_MEM's fast entry (see [`Fast`]): the cache action, as
+/// [`acquire_mem`] reports it. A body that does not decode:
+/// [`Fast::General`].
+pub(crate) fn acquire_mem_fast(ctx: &mut Ctx<'_>, body: &[u32]) -> Fast {
+    use crate::packet::body::Body;
+    match AcquireMem::decode_body(Opcode::ACQUIRE_MEM, body) {
+        Ok(a) => {
+            acquire(ctx, &a);
+            Fast::Done
+        }
+        Err(_) => Fast::General,
+    }
+}
+
+/// ACQUIRE_MEM's effect: the backend's cache action.
+fn acquire(ctx: &mut Ctx<'_>, a: &AcquireMem) {
     let size = if a.size == 0xFF_FFFF_FFFF || a.size == 0xFFFF_FFFF { u64::MAX } else { a.size << 8 };
     let queue = ctx.state.queue;
     ctx.backend.cache_action(
@@ -237,7 +254,6 @@ pub(crate) fn acquire_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
             gcr_cntl: a.gcr_cntl.unwrap_or(0),
         },
     );
-    Ok(Flow::Continue)
 }
 
 pub(crate) fn surface_sync(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {

@@ -11,6 +11,30 @@ use crate::regs::gfx103;
 
 pub(crate) fn write_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let w = ctx.decode::<WriteData>(p)?;
+    write(ctx, &w)?;
+    Ok(Flow::Continue)
+}
+
+/// WRITE_DATA's fast entry (see [`Fast`]; `body` is the packet's body):
+/// the write, as [`write_data`] makes it, unless it writes memory that
+/// overlaps the dwords the loop holds (the general way ends the view
+/// after such a write). A body that does not decode: [`Fast::General`].
+pub(crate) fn write_data_fast(ctx: &mut Ctx<'_>, body: &[u32]) -> Fast {
+    use crate::packet::body::Body;
+    let Ok(w) = WriteData::decode_body(crate::packet::Opcode::WRITE_DATA, body) else { return Fast::General };
+    if writes_memory(w.dst_sel) && ctx.memory.overlaps_window(w.destination, 4 * w.data.len() as u64) {
+        return Fast::General;
+    }
+    Fast::of(write(ctx, &w))
+}
+
+/// Whether a WRITE_DATA's DST_SEL is guest memory.
+fn writes_memory(dst_sel: u32) -> bool {
+    matches!(dst_sel, 1 | 2 | 5 | 6 | 8)
+}
+
+/// WRITE_DATA's effect: its dwords to registers, memory or GDS.
+fn write(ctx: &mut Ctx<'_>, w: &WriteData<'_>) -> Result<(), Pm4Error> {
     match w.dst_sel {
         0 => {
             let register = w.destination as u32;
@@ -19,7 +43,7 @@ pub(crate) fn write_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
                 ctx.write_register(r, *value);
             }
         }
-        1 | 2 | 5 | 6 | 8 => {
+        dst_sel if writes_memory(dst_sel) => {
             if w.one_address {
                 if let Some(last) = w.data.last() {
                     ctx.write_u32(w.destination, *last)?;
@@ -51,7 +75,7 @@ pub(crate) fn write_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
         }
         _ => report_not_emulated(ctx, "reserved destination"),
     }
-    Ok(Flow::Continue)
+    Ok(())
 }
 
 /// Reads a COPY_DATA source value.
@@ -299,8 +323,7 @@ pub(crate) fn dma_data_fast(ctx: &mut Ctx<'_>, body: &[u32]) -> Fast {
         _ => return Fast::General,
     }
     match copy_or_fill(ctx, src, dst, len) {
-        Some(Ok(())) => Fast::Done,
-        Some(Err(e)) => Fast::Failed(Box::new(e)),
+        Some(result) => Fast::of(result),
         None => Fast::General,
     }
 }

@@ -29,6 +29,16 @@ pub(crate) enum Fast {
     Failed(Box<Pm4Error>),
 }
 
+impl Fast {
+    /// What an entry answers once its packet's effect ran with `result`.
+    pub(crate) fn of(result: Result<(), Pm4Error>) -> Fast {
+        match result {
+            Ok(()) => Fast::Done,
+            Err(e) => Fast::Failed(Box::new(e)),
+        }
+    }
+}
+
 /// A type-3 packet without a handler: known opcodes are reported as not
 /// emulated, unknown ones with a hex dump; both are skipped by length (or,
 /// for unknown packets under [`UnknownPacketPolicy::Stop`], stop).

@@ -12,6 +12,7 @@ use crate::packet::body::{
 };
 use crate::packet::{Opcode, Packet};
 use crate::processor::context::{write_register, Ctx, Flow, HandlerResult};
+use crate::processor::handlers::Fast;
 use crate::processor::{tables, ProcessorState};
 use crate::regs::{space, RegisterSpace};
 
@@ -254,16 +255,34 @@ pub(crate) fn pop_context(state: &mut ProcessorState) {
 /// clears.
 pub(crate) fn clear_state(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     let cmd = ctx.decode::<ClearState>(p)?.cmd;
+    run_clear_state(ctx.state, cmd);
+    Ok(Flow::Continue)
+}
+
+/// CLEAR_STATE's fast entry (see [`Fast`]): what [`clear_state`] does. A
+/// body that does not decode: [`Fast::General`].
+pub(crate) fn clear_state_fast(ctx: &mut Ctx<'_>, body: &[u32]) -> Fast {
+    use crate::packet::body::Body;
+    match ClearState::decode_body(Opcode::CLEAR_STATE, body) {
+        Ok(c) => {
+            run_clear_state(ctx.state, c.cmd);
+            Fast::Done
+        }
+        Err(_) => Fast::General,
+    }
+}
+
+/// CLEAR_STATE's effect for its CMD.
+fn run_clear_state(state: &mut ProcessorState, cmd: u32) {
     if cmd == 1 || cmd == 3 {
-        push_context(ctx.state);
+        push_context(state);
     }
     if cmd == 2 {
-        pop_context(ctx.state);
+        pop_context(state);
     }
     if cmd == 0 || cmd == 3 {
-        load_clear_state(ctx.state);
+        load_clear_state(state);
     }
-    Ok(Flow::Continue)
 }
 
 /// The context space as CLEAR_STATE leaves it: the generated non-zero
@@ -306,16 +325,34 @@ pub(crate) fn load_clear_state(state: &mut ProcessorState) {
 /// CONTEXT_CONTROL: register shadowing enables; every register already lives
 /// in the register file, so only the enables are kept.
 pub(crate) fn context_control(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let ContextControl { load, shadow } = ctx.decode(p)?;
-    let (mut l, mut s) = ctx.state.context_control;
+    let control = ctx.decode(p)?;
+    set_context_control(ctx.state, control);
+    Ok(Flow::Continue)
+}
+
+/// CONTEXT_CONTROL's fast entry (see [`Fast`]): what [`context_control`]
+/// does. A body that does not decode: [`Fast::General`].
+pub(crate) fn context_control_fast(ctx: &mut Ctx<'_>, body: &[u32]) -> Fast {
+    use crate::packet::body::Body;
+    match ContextControl::decode_body(Opcode::CONTEXT_CONTROL, body) {
+        Ok(control) => {
+            set_context_control(ctx.state, control);
+            Fast::Done
+        }
+        Err(_) => Fast::General,
+    }
+}
+
+/// CONTEXT_CONTROL's effect: the enables with their bit 31 set.
+fn set_context_control(state: &mut ProcessorState, ContextControl { load, shadow }: ContextControl) {
+    let (mut l, mut s) = state.context_control;
     if load & (1 << 31) != 0 {
         l = load;
     }
     if shadow & (1 << 31) != 0 {
         s = shadow;
     }
-    ctx.state.context_control = (l, s);
-    Ok(Flow::Continue)
+    state.context_control = (l, s);
 }
 
 /// SET_QUEUE_REG (compute queues): values for the queue's own registers
