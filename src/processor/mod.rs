@@ -1056,6 +1056,13 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
                             *view.packets -= 1;
                             break 'view ViewStop::Failed(e);
                         }
+                        Fast::Suspended => {
+                            // As a plain handler's suspension.
+                            left -= 1;
+                            view.settle(left);
+                            *view.packets -= 1;
+                            break 'view suspended(view, view.offset + at as u32, false);
+                        }
                         Fast::General => {
                             view.left = left;
                             let step = if class == tables::fast_class::NONE {
@@ -1349,18 +1356,7 @@ fn run_handler<const PLAIN: bool>(
         Err(e) => return Err((at, ViewStop::Failed(e))),
     };
     if let Flow::Suspend = flow {
-        // Re-executed on resume: put the cursor back on the packet, and do
-        // not charge the work budget for the attempt (a long wait must not
-        // end in WorkBudgetExhausted). (`Ctx::suspend`, the one way to
-        // suspend, noted why.)
-        let exec = &mut *ctx.exec;
-        let location = PacketLocation { buffer, buffer_size_dw: size, offset_dw };
-        let reason = exec.suspended.unwrap_or(SuspendReason::Rewind { address: location.address() });
-        set_offset(exec, view.depth, offset_dw);
-        exec.packets = exec.packets.saturating_sub(1);
-        exec.suspended = Some(reason);
-        ctx.state.stats.waits += 1;
-        return Err((at, ViewStop::Return { stale, status: StreamStatus::Suspended(reason) }));
+        return Err((at, suspended(view, offset_dw, stale)));
     }
     *view.packets += 1;
     view.by_opcode[entry] += 1;
@@ -1385,6 +1381,23 @@ fn run_handler<const PLAIN: bool>(
         view.settled = view.left;
     }
     Ok(end)
+}
+
+/// The stop of a view whose packet at `offset_dw` (in the view's buffer)
+/// suspended, its counts settled (`Ctx::suspend`, the one way to suspend,
+/// noted why): the packet runs again on resume, so the cursor goes back on
+/// it and the attempt is not charged to the work budget (a long wait must
+/// not end in WorkBudgetExhausted).
+fn suspended(view: &mut View<'_, '_>, offset_dw: u32, stale: bool) -> ViewStop {
+    let ctx = &mut view.ctx;
+    let exec = &mut *ctx.exec;
+    let location = PacketLocation { buffer: view.buffer, buffer_size_dw: view.size, offset_dw };
+    let reason = exec.suspended.unwrap_or(SuspendReason::Rewind { address: location.address() });
+    set_offset(exec, view.depth, offset_dw);
+    exec.packets = exec.packets.saturating_sub(1);
+    exec.suspended = Some(reason);
+    ctx.state.stats.waits += 1;
+    ViewStop::Return { stale, status: StreamStatus::Suspended(reason) }
 }
 
 /// The length and end of the type-3 packet with header `h` at `at` in

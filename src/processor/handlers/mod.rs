@@ -27,6 +27,9 @@ pub(crate) enum Fast {
     General,
     /// The packet failed, as its handler fails.
     Failed(Box<Pm4Error>),
+    /// The packet waits, as its handler waits: the entry called
+    /// [`Ctx::suspend`], and the packet runs again on resume.
+    Suspended,
 }
 
 impl Fast {

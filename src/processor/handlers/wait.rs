@@ -23,15 +23,20 @@ pub(crate) fn wait_reg_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     if w.function.test(value & w.mask, w.reference) {
         Ok(Flow::Continue)
     } else {
-        Ok(ctx.suspend(SuspendReason::WaitRegMem {
-            target,
-            function: w.function,
-            reference: w.reference,
-            mask: w.mask,
-            current: value,
-            is_64: w.is_64,
-        }))
+        Ok(suspend(ctx, &w, target, value))
     }
+}
+
+/// Suspends the stream on the wait `w`, which saw `value` at `target`.
+fn suspend(ctx: &mut Ctx<'_>, w: &WaitRegMem, target: PollTarget, value: u64) -> Flow {
+    ctx.suspend(SuspendReason::WaitRegMem {
+        target,
+        function: w.function,
+        reference: w.reference,
+        mask: w.mask,
+        current: value,
+        is_64: w.is_64,
+    })
 }
 
 /// The value a wait `w` polls at `target` (32 or 64 bits).
@@ -56,12 +61,10 @@ fn poll(ctx: &mut Ctx<'_>, w: &WaitRegMem, target: PollTarget) -> Result<u64, Pm
 }
 
 /// WAIT_REG_MEM's and WAIT_REG_MEM64's fast entry (see [`Fast`]; `body`
-/// is the packet's body, `ctx.opcode` its opcode): a wait already met
-/// goes on, as its handler does. A wait not met (the handler suspends),
-/// one that writes a register first (OPERATION 1) and a body that does
-/// not decode: [`Fast::General`], having done at most its poll, which the
-/// handler does again (a read, or the refresh of a GPU-wide register's
-/// copy in the queue's file).
+/// is the packet's body, `ctx.opcode` its opcode): the wait, as its
+/// handler makes it (it goes on, or suspends). One that writes a register
+/// first (OPERATION 1) and a body that does not decode: [`Fast::General`],
+/// having done nothing.
 pub(crate) fn wait_reg_mem_fast(ctx: &mut Ctx<'_>, body: &[u32]) -> Fast {
     use crate::packet::body::Body;
     let Ok(w) = WaitRegMem::decode_body(ctx.opcode, body) else { return Fast::General };
@@ -70,7 +73,10 @@ pub(crate) fn wait_reg_mem_fast(ctx: &mut Ctx<'_>, body: &[u32]) -> Fast {
     }
     match poll(ctx, &w, w.target) {
         Ok(value) if w.function.test(value & w.mask, w.reference) => Fast::Done,
-        Ok(_) => Fast::General,
+        Ok(value) => {
+            suspend(ctx, &w, w.target, value);
+            Fast::Suspended
+        }
         Err(e) => Fast::Failed(Box::new(e)),
     }
 }
