@@ -1033,9 +1033,9 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
                     }
                 } else {
                     // No register run: a plain handler's fast entry when it
-                    // has one (DMA_DATA, releases, waits: like a direct
-                    // draw's), else, or when the entry does not take the
-                    // packet, its handler.
+                    // has one (`tables::FAST_ENTRIES`: like a direct draw's),
+                    // else, or when the entry does not take the packet, its
+                    // handler.
                     let length = Header(h).type3_length_dw() as usize;
                     let fast = match (class, tables::FAST_ENTRIES.get(opcode), packet.get(1..length)) {
                         (tables::fast_class::PLAIN_HANDLER, Some(Some(entry)), Some(body)) => {
@@ -1047,21 +1047,17 @@ fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewStop) {
                     };
                     match fast {
                         Fast::Done => Some(length),
-                        Fast::Failed(e) => {
-                            // As a plain handler's failure: charged, not
-                            // counted as run (the submission then ends:
-                            // `process_slice` aborts it).
+                        stop @ (Fast::Failed(_) | Fast::Suspended) => {
+                            // As a plain handler's failure (the submission
+                            // then ends: `process_slice` aborts it) or
+                            // suspension: charged, not counted as run.
                             left -= 1;
                             view.settle(left);
                             *view.packets -= 1;
-                            break 'view ViewStop::Failed(e);
-                        }
-                        Fast::Suspended => {
-                            // As a plain handler's suspension.
-                            left -= 1;
-                            view.settle(left);
-                            *view.packets -= 1;
-                            break 'view suspended(view, view.offset + at as u32, false);
+                            break 'view match stop {
+                                Fast::Failed(e) => ViewStop::Failed(e),
+                                _ => suspended(view, view.offset + at as u32, false),
+                            };
                         }
                         Fast::General => {
                             view.left = left;
