@@ -314,23 +314,26 @@ pub(crate) const NO_EFFECT_PACKETS: [Opcode; 6] = [
 /// own, `fast_class::DIRECT_DRAW`), releases (EVENT_WRITE has a fast
 /// entry, `fast_class::EVENT_WRITE`), memory writes, fills and copies,
 /// cache actions, context control, clear state and waits on memory or a
-/// register (which suspend only when the value is not there yet).
-pub(crate) const PLAIN_HANDLERS: [Opcode; 15] = [
-    Opcode::DISPATCH_DIRECT,
-    Opcode::INDEX_BASE,
-    Opcode::INDEX_TYPE,
-    Opcode::INDEX_BUFFER_SIZE,
-    Opcode::EVENT_WRITE_EOP,
-    Opcode::EVENT_WRITE_EOS,
-    Opcode::RELEASE_MEM,
-    Opcode::ACQUIRE_MEM,
-    Opcode::SURFACE_SYNC,
-    Opcode::WRITE_DATA,
-    Opcode::DMA_DATA,
-    Opcode::CONTEXT_CONTROL,
-    Opcode::CLEAR_STATE,
-    Opcode::WAIT_REG_MEM,
-    Opcode::WAIT_REG_MEM64,
+/// register (which suspend only when the value is not there yet). Each
+/// comes with its fast entry when it has one: the loop calls it with the
+/// packet's body before the handler, and calls the handler only when it
+/// answers [`Fast::General`].
+pub(crate) const PLAIN_HANDLERS: [(Opcode, Option<FastEntry>); 15] = [
+    (Opcode::DISPATCH_DIRECT, None),
+    (Opcode::INDEX_BASE, None),
+    (Opcode::INDEX_TYPE, None),
+    (Opcode::INDEX_BUFFER_SIZE, None),
+    (Opcode::EVENT_WRITE_EOP, Some(events::release_fast)),
+    (Opcode::EVENT_WRITE_EOS, None),
+    (Opcode::RELEASE_MEM, Some(events::release_fast)),
+    (Opcode::ACQUIRE_MEM, Some(events::acquire_mem_fast)),
+    (Opcode::SURFACE_SYNC, None),
+    (Opcode::WRITE_DATA, Some(memory_ops::write_data_fast)),
+    (Opcode::DMA_DATA, Some(memory_ops::dma_data_fast)),
+    (Opcode::CONTEXT_CONTROL, Some(registers::context_control_fast)),
+    (Opcode::CLEAR_STATE, Some(registers::clear_state_fast)),
+    (Opcode::WAIT_REG_MEM, Some(wait::wait_reg_mem_fast)),
+    (Opcode::WAIT_REG_MEM64, Some(wait::wait_reg_mem_fast)),
 ];
 
 /// A plain handler's fast entry (see `handlers::Fast`): the packet's body
@@ -338,37 +341,17 @@ pub(crate) const PLAIN_HANDLERS: [Opcode; 15] = [
 /// out.
 pub(crate) type FastEntry = for<'a, 'b> fn(&'a mut Ctx<'b>, &'a [u32]) -> Fast;
 
-/// Opcode → the fast entry of its plain handler, for those that have one:
+/// Opcode → the fast entry of its plain handler (see [`PLAIN_HANDLERS`]):
 /// the loop's fast path calls it for a packet whose class is
-/// [`fast_class::PLAIN_HANDLER`] and that it holds whole, and calls the
-/// handler only when it answers [`Fast::General`].
+/// [`fast_class::PLAIN_HANDLER`] and that it holds whole.
 pub(crate) static FAST_ENTRIES: [Option<FastEntry>; 256] = fast_entries();
 
 const fn fast_entries() -> [Option<FastEntry>; 256] {
     let mut t: [Option<FastEntry>; 256] = [None; 256];
-    let entries: [(Opcode, FastEntry); 9] = [
-        (Opcode::DMA_DATA, memory_ops::dma_data_fast),
-        (Opcode::WRITE_DATA, memory_ops::write_data_fast),
-        (Opcode::RELEASE_MEM, events::release_fast),
-        (Opcode::EVENT_WRITE_EOP, events::release_fast),
-        (Opcode::ACQUIRE_MEM, events::acquire_mem_fast),
-        (Opcode::WAIT_REG_MEM, wait::wait_reg_mem_fast),
-        (Opcode::WAIT_REG_MEM64, wait::wait_reg_mem_fast),
-        (Opcode::CLEAR_STATE, registers::clear_state_fast),
-        (Opcode::CONTEXT_CONTROL, registers::context_control_fast),
-    ];
     let mut k = 0;
-    while k < entries.len() {
-        let (opcode, entry) = entries[k];
-        // Only a plain handler's packet reaches its fast entry.
-        let mut plain = false;
-        let mut j = 0;
-        while j < PLAIN_HANDLERS.len() {
-            plain |= PLAIN_HANDLERS[j].0 == opcode.0;
-            j += 1;
-        }
-        assert!(plain, "a fast entry for a handler that is not plain");
-        t[opcode.0 as usize] = Some(entry);
+    while k < PLAIN_HANDLERS.len() {
+        let (opcode, entry) = PLAIN_HANDLERS[k];
+        t[opcode.0 as usize] = entry;
         k += 1;
     }
     t
@@ -382,7 +365,7 @@ const fn fast_classes(runs: &[RegisterRun; 256], entries: &[OpcodeEntry; 256]) -
     let mut t = [fast_class::NONE; 256];
     let mut k = 0;
     while k < PLAIN_HANDLERS.len() {
-        let i = PLAIN_HANDLERS[k].0 as usize;
+        let i = PLAIN_HANDLERS[k].0 .0 as usize;
         if matches!(entries[i], OpcodeEntry::Handler(_)) {
             t[i] = fast_class::PLAIN_HANDLER;
         }
