@@ -669,6 +669,62 @@ fn host_writes_follow_the_writ_rule() {
 }
 
 #[test]
+fn a_deterministic_host_write_with_nothing_before_it_is_applied_at_once() {
+    // The WRIT rule's point has come when no host operation is pending and
+    // no queue can run: the write is applied in the call, and wakes its
+    // watchers there.
+    let label = DATA;
+    let mut mem = Mem::new();
+    let mut c = Vec::new();
+    wait_eq(&mut c, label, 1);
+    write_data(&mut c, DATA + 8, &[0x77]);
+    let c = mem.buffer(&c);
+    let mut later = Vec::new();
+    write_data(&mut later, DATA + 12, &[0x99]);
+    let later = mem.buffer(&later);
+    let gpu = gpu(mem, Mode::Deterministic);
+    let h = submit(&gpu, comp(1, 2), c);
+    assert!(matches!(gpu.run_until_stalled().unwrap(), RunStatus::Stalled(_)));
+    let w = gpu.write_memory(label, &1u32.to_le_bytes()).unwrap();
+    assert_eq!(w.poll(), Some(Ok(())));
+    assert_eq!(w.wait_timeout(Duration::ZERO), Some(Ok(())));
+    assert_eq!(read32(&gpu, label), 1);
+    assert_eq!((gpu.stats().host_writes, gpu.stats().wakes), (1, 1));
+    // Woken, not run: the queue runs when the caller drives the GPU.
+    assert_eq!(read32(&gpu, DATA + 8), 0);
+    assert!(matches!(gpu.run_slices(0).unwrap(), RunStatus::Running));
+    gpu.run_until_idle().unwrap();
+    assert_eq!(read32(&gpu, DATA + 8), 0x77);
+    assert_eq!(h.poll().unwrap().unwrap().waits, 1);
+    // A submission made first (not yet released): the write waits for it.
+    let h2 = submit(&gpu, QueueId::GRAPHICS, later);
+    let w2 = gpu.write_memory(DATA + 12, &5u32.to_le_bytes()).unwrap();
+    assert_eq!(w2.poll(), None);
+    assert!(!w2.is_applied());
+    assert_eq!(read32(&gpu, DATA + 12), 0);
+    gpu.run_until_idle().unwrap();
+    assert_eq!(w2.poll(), Some(Ok(())));
+    assert_eq!(read32(&gpu, DATA + 12), 5, "the write came after the submission");
+    assert!(h2.poll().unwrap().is_ok());
+    // A runnable queue ahead of it (woken, not run): the write waits too.
+    let mut mem = Mem::new();
+    let mut c = Vec::new();
+    wait_eq(&mut c, label, 1);
+    write_data(&mut c, label, &[7]);
+    let c = mem.buffer(&c);
+    let second = gpu_with(mem, Mode::Deterministic, GpuConfig::default());
+    let h = submit(&second, comp(0, 0), c);
+    assert!(matches!(second.run_until_stalled().unwrap(), RunStatus::Stalled(_)));
+    assert!(second.write_memory(label, &1u32.to_le_bytes()).unwrap().is_applied());
+    let w = second.write_memory(label, &9u32.to_le_bytes()).unwrap();
+    assert_eq!(w.poll(), None);
+    second.run_until_idle().unwrap();
+    // The queue's write of 7 ran first, then the host's 9.
+    assert_eq!(read32(&second, label), 9);
+    assert!(h.poll().unwrap().is_ok() && w.is_applied());
+}
+
+#[test]
 fn suspended_queue_is_rechecked_only_when_its_memory_changes() {
     for mode in MODES {
         let label = DATA;

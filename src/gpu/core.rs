@@ -326,6 +326,9 @@ pub(crate) struct Sched {
     pub(crate) global: Arc<GlobalState>,
     /// Queues waiting on a UCONFIG register.
     uconfig_waiters: usize,
+    /// Deterministic mode: the write log [`step`]'s slices share (kept, so
+    /// a run does not clear a new one).
+    step_log: Option<Box<WriteLog>>,
 }
 
 impl Drop for Sched {
@@ -392,6 +395,7 @@ impl Sched {
             stall_since: None,
             global,
             uconfig_waiters: 0,
+            step_log: None,
         }
     }
 
@@ -460,6 +464,13 @@ impl Sched {
         self.in_flight == 0 && self.pick().is_none()
     }
 
+    /// Deterministic mode: a host write made now would be the next thing a
+    /// step does (no host operation is pending and no queue can run), so
+    /// it may be applied at once.
+    pub(crate) fn host_write_is_next(&self) -> bool {
+        self.ops.is_empty() && self.quiescent()
+    }
+
     fn wake(&mut self, queue: usize) -> bool {
         let Some(q) = self.queues.get_mut(queue) else {
             return false;
@@ -479,8 +490,7 @@ impl Sched {
 
     fn wake_listed(&mut self, skip: Option<usize>) -> usize {
         let mut woken = std::mem::take(&mut self.woken);
-        woken.sort_unstable();
-        woken.dedup();
+        // A queue listed twice wakes once: the second `wake` finds no wait.
         let mut count = 0;
         for &queue in &woken {
             if Some(queue) != skip && self.wake(queue) {
@@ -905,21 +915,23 @@ pub(crate) fn run_slice<M: GuestMemory, B: Backend>(
 /// One deterministic scheduling step on the caller's thread: release
 /// submissions, run one slice of the next runnable queue; when none can run,
 /// apply the next host write and try again.
-pub(crate) fn step<M: GuestMemory, B: Backend>(parts: &Parts<M, B>, sched: &mut Sched, log: &mut WriteLog) -> Step {
+pub(crate) fn step<M: GuestMemory, B: Backend>(parts: &Parts<M, B>, sched: &mut Sched) -> Step {
     loop {
         sched.release();
         if let Some(queue) = sched.pick() {
             if let Some(mut ticket) = sched.begin_slice(queue) {
+                let mut log = sched.step_log.take().unwrap_or_default();
                 // No other slice runs: the backend stays locked for this one.
-                let result = run_slice(parts, &mut ticket, log, true);
-                sched.end_slice(ticket, result, log);
+                let result = run_slice(parts, &mut ticket, &mut log, true);
+                sched.end_slice(ticket, result, &log);
+                sched.step_log = Some(log);
             }
             return Step::Ran;
         }
         match sched.ops.pop_front() {
             Some(HostOp::Submit(sub)) => sched.enqueue(sub),
             Some(HostOp::Write { address, bytes, slot }) => {
-                apply_write(parts, sched, address, bytes.as_slice(), &slot);
+                slot.complete(apply_write(parts, sched, address, bytes.as_slice()));
                 return Step::Ran;
             }
             None => return if sched.has_work() { Step::Stalled } else { Step::Idle },
@@ -928,22 +940,29 @@ pub(crate) fn step<M: GuestMemory, B: Backend>(parts: &Parts<M, B>, sched: &mut 
 }
 
 /// Applies a host write of the host sequence (the WRIT rule); shader
-/// containers it overlaps are decoded again at their next use.
-fn apply_write<M: GuestMemory, B>(parts: &Parts<M, B>, sched: &mut Sched, address: u64, bytes: &[u8], slot: &Slot<()>) {
+/// containers it overlaps are decoded again at their next use, and the
+/// queues watching its bytes wake.
+pub(crate) fn apply_write<M: GuestMemory, B>(
+    parts: &Parts<M, B>,
+    sched: &mut Sched,
+    address: u64,
+    bytes: &[u8],
+) -> Result<(), GpuError> {
     let result = parts.memory.write_bytes(address, bytes);
     sched.stats.host_writes += 1;
     let len = bytes.len() as u64;
-    match result {
+    let outcome = match result {
         Ok(()) => {
             parts.shaders.invalidate_range(address, len);
-            slot.complete(Ok(()));
+            Ok(())
         }
         Err(source) => {
             sched.stats.host_write_errors += 1;
             tracing::warn!(address, len, error = %source, "host write failed");
-            slot.complete(Err(GpuError::HostWrite { address, len, source }));
+            Err(GpuError::HostWrite { address, len, source })
         }
-    }
+    };
     // A refused write may have stored a prefix: its watchers look again.
     sched.wrote(address, address.saturating_add(len), None);
+    outcome
 }

@@ -58,11 +58,6 @@ impl<T: Clone> Slot<T> {
         Arc::new(Self { result: Mutex::new(None), ready: Condvar::new() })
     }
 
-    /// A slot filled at once.
-    pub(crate) fn done(result: Result<T, GpuError>) -> Arc<Self> {
-        Arc::new(Self { result: Mutex::new(Some(result)), ready: Condvar::new() })
-    }
-
     /// Fills the slot; a second completion is ignored. Returns whether this
     /// call filled it.
     pub(crate) fn complete(&self, result: Result<T, GpuError>) -> bool {
@@ -175,9 +170,42 @@ impl Submission {
 }
 
 /// The host's handle on one host write ([`super::Gpu::write_memory`]).
+///
+/// Threaded mode applies the write in the call. Deterministic mode orders it
+/// with submissions (the trace format's WRIT rule): in the call when no
+/// host operation is pending and no queue can run, else when the caller's
+/// run reaches it.
+///
+/// ```
+/// use pm4core::backend::{NullBackend, QueueId};
+/// use pm4core::gpu::{Gpu, GpuConfig};
+/// use pm4core::memory::{GuestMemory, SparseMemory};
+/// use pm4core::packet::{Header, Opcode};
+///
+/// let memory = SparseMemory::new();
+/// memory.map_zeroed(0, 0x10000).unwrap();
+/// // WRITE_DATA: 0x8000 = 7.
+/// let cmd = [Header::type3(Opcode::WRITE_DATA, 3).0, 5 << 8 | 1 << 20, 0x8000, 0, 7];
+/// for (i, dword) in cmd.iter().enumerate() {
+///     memory.write_u32(0x1000 + 4 * i as u64, *dword).unwrap();
+/// }
+/// let gpu = Gpu::deterministic(memory, NullBackend, GpuConfig::default());
+/// // Nothing ahead of it: in memory at once.
+/// assert!(gpu.write_memory(0x8000, &1u32.to_le_bytes()).unwrap().is_applied());
+/// // Behind a submission the GPU has not run: applied after it.
+/// gpu.submit(QueueId::GRAPHICS, 0x1000, cmd.len() as u32).unwrap();
+/// let late = gpu.write_memory(0x8000, &2u32.to_le_bytes()).unwrap();
+/// assert_eq!(late.poll(), None);
+/// gpu.run_until_idle().unwrap();
+/// assert_eq!(late.wait(), Ok(()));
+/// assert_eq!(gpu.memory().read_u32(0x8000).unwrap(), 2);
+/// ```
 #[derive(Clone)]
 pub struct HostWrite {
-    pub(crate) slot: Arc<Slot<()>>,
+    /// The write's completion slot; `None` for a write applied before
+    /// [`super::Gpu::write_memory`] returned (nothing to wait for, nothing
+    /// allocated).
+    pub(crate) slot: Option<Arc<Slot<()>>>,
 }
 
 impl fmt::Debug for HostWrite {
@@ -190,23 +218,32 @@ impl HostWrite {
     /// `Some(Ok(()))` once applied, `Some(Err(..))` when it could not be
     /// (memory refused it, or the GPU shut down first), `None` while pending.
     pub fn poll(&self) -> Option<Result<(), GpuError>> {
-        self.slot.poll()
+        match &self.slot {
+            Some(slot) => slot.poll(),
+            None => Some(Ok(())),
+        }
     }
 
     /// True once the write is in guest memory.
     pub fn is_applied(&self) -> bool {
-        matches!(self.slot.poll(), Some(Ok(())))
+        matches!(self.poll(), Some(Ok(())))
     }
 
     /// Blocks until the write is applied or refused (threaded mode applies
     /// it before [`super::Gpu::write_memory`] returns; deterministic mode
     /// when the caller's run reaches it).
     pub fn wait(&self) -> Result<(), GpuError> {
-        self.slot.wait(None).unwrap_or(Err(GpuError::Pending))
+        match &self.slot {
+            Some(slot) => slot.wait(None).unwrap_or(Err(GpuError::Pending)),
+            None => Ok(()),
+        }
     }
 
     /// [`HostWrite::wait`] for at most `timeout`; `None` when it ran out.
     pub fn wait_timeout(&self, timeout: Duration) -> Option<Result<(), GpuError>> {
-        self.slot.wait(deadline_after(timeout))
+        match &self.slot {
+            Some(slot) => slot.wait(deadline_after(timeout)),
+            None => Some(Ok(())),
+        }
     }
 }

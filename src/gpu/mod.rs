@@ -62,7 +62,9 @@
 //!    sequence in call order. When no queue is runnable the scheduler takes
 //!    the next host operation; a host write is applied then: only when every
 //!    earlier submission has run as far as it can, and before any later
-//!    submission is released (the trace format's WRIT rule).
+//!    submission is released (the trace format's WRIT rule). A write made
+//!    when that point has already come (no host operation pending, no
+//!    queue runnable) is applied in the [`Gpu::write_memory`] call.
 //! 4. Nothing runnable, no slice running, no host operation left: *idle* if
 //!    no queue has work, otherwise *stalled*: every queue with work waits.
 //!    [`StallReport`] names each waiting queue, its submission, the waiting
@@ -157,9 +159,9 @@ use crate::processor::{GlobalState, Processor, ProcessorConfig, ProcessorStats, 
 use crate::regs::RegisterFile;
 use crate::shader::ShaderRegistry;
 
-use self::core::{step, HostBytes, HostOp, Parts, PendingSubmission, Sched, SliceSizes, Step};
+use self::core::{apply_write, step, HostBytes, HostOp, Parts, PendingSubmission, Sched, SliceSizes, Step};
 use self::handle::Slot;
-use self::tap::{Tap, WriteLog};
+use self::tap::Tap;
 use self::worker::{Shared, WorkerSettings};
 
 /// Settings of a [`Gpu`].
@@ -504,8 +506,11 @@ where
     /// Threaded mode: written at once, then as [`Gpu::notify_host_write`];
     /// the returned handle is already applied. Deterministic mode: ordered
     /// with submissions by the WRIT rule (applied when every earlier
-    /// submission has run as far as it can, before any later one starts).
-    /// A range outside the 48-bit space or not mapped is an error at once.
+    /// submission has run as far as it can, before any later one starts):
+    /// at once when that is already so (no host operation is pending and no
+    /// queue can run), else when the caller's run reaches it. A range
+    /// outside the 48-bit space or not mapped is an error at once, as is a
+    /// write applied at once that the memory refuses.
     pub fn write_memory(&self, address: u64, bytes: &[u8]) -> Result<HostWrite, GpuError> {
         let len = bytes.len() as u64;
         self.check_host_range(address, len)?;
@@ -519,12 +524,18 @@ where
             }
             drop(sched);
             self.invalidate(address, len);
-            return Ok(HostWrite { slot: Slot::done(Ok(())) });
+            return Ok(HostWrite { slot: None });
+        }
+        let mut sched = self.shared.sched.lock();
+        if sched.host_write_is_next() {
+            // What the next step would do first: apply it now, with no
+            // host operation queued and no handle to complete.
+            apply_write(&self.shared.parts, &mut sched, address, bytes)?;
+            return Ok(HostWrite { slot: None });
         }
         let slot = Slot::new();
-        let bytes = HostBytes::new(bytes);
-        self.shared.sched.lock().push(HostOp::Write { address, bytes, slot: Arc::clone(&slot) });
-        Ok(HostWrite { slot })
+        sched.push(HostOp::Write { address, bytes: HostBytes::new(bytes), slot: Arc::clone(&slot) });
+        Ok(HostWrite { slot: Some(slot) })
     }
 
     /// Drops cached decodes of `[address, address + len)` and wakes the
@@ -565,9 +576,8 @@ where
     pub fn run_until_stalled(&self) -> Result<RunStatus, GpuError> {
         let mut sched = self.shared.sched.lock();
         if !self.is_threaded() {
-            let mut log = WriteLog::default();
             loop {
-                match step(&self.shared.parts, &mut sched, &mut log) {
+                match step(&self.shared.parts, &mut sched) {
                     Step::Ran => {}
                     Step::Idle => return Ok(RunStatus::Idle),
                     Step::Stalled => {
@@ -638,12 +648,11 @@ where
             return submission.wait();
         }
         let mut sched = self.shared.sched.lock();
-        let mut log = WriteLog::default();
         loop {
             if let Some(result) = submission.poll() {
                 return result;
             }
-            match step(&self.shared.parts, &mut sched, &mut log) {
+            match step(&self.shared.parts, &mut sched) {
                 Step::Ran => {}
                 Step::Idle => return submission.poll().unwrap_or(Err(GpuError::Pending)),
                 Step::Stalled => {
@@ -661,9 +670,8 @@ where
             return Err(GpuError::WrongMode { call: "run_slices", mode: "deterministic" });
         }
         let mut sched = self.shared.sched.lock();
-        let mut log = WriteLog::default();
         for _ in 0..max_slices {
-            match step(&self.shared.parts, &mut sched, &mut log) {
+            match step(&self.shared.parts, &mut sched) {
                 Step::Ran => {}
                 Step::Idle => return Ok(RunStatus::Idle),
                 Step::Stalled => return Ok(RunStatus::Stalled(sched.stall_report().unwrap_or_default())),
