@@ -5,6 +5,7 @@
 mod common;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use common::shader_builder::AgcBuilder;
 use pm4core::backend::{Backend, Dispatch, Draw, QueueId};
@@ -186,6 +187,39 @@ fn notify_host_write_wakes_exactly_the_overlapping_waiters() {
         assert_eq!(ram.ram.read_u32(LABELS + 0x100).unwrap(), 0);
         assert_eq!(gpu.stats().host_notifications, 3);
         assert_eq!(gpu.stats().wakes, 2);
+    }
+}
+
+#[test]
+fn a_waiting_host_thread_polls_until_the_answer_or_its_deadline() {
+    // With a spin far longer than the test may take, every wait below must
+    // end on its answer or its timeout, never on the spin's end; with none,
+    // the host blocks at once.
+    for spin in [Duration::from_secs(3600), Duration::ZERO] {
+        let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+        std::thread::spawn(move || {
+            let mut ram = Ram::new();
+            let mut c = Vec::new();
+            wait_eq(&mut c, LABELS, 1);
+            write_data(&mut c, LABELS + 4, 7);
+            let b = ram.buffer(&c);
+            let config = GpuConfig { workers: 1, host_spin: spin, ..GpuConfig::default() };
+            let gpu = Gpu::threaded(Arc::clone(&ram.ram), NullBackend, config).unwrap();
+            let h = gpu.submit(comp(0, 0), b.0, b.1).unwrap();
+            // Ends when the queue has suspended (the worker says so).
+            assert!(matches!(gpu.run_until_stalled().unwrap(), RunStatus::Stalled(_)));
+            // No answer: the timeout ends the wait.
+            assert_eq!(h.wait_timeout(Duration::from_millis(1)), None);
+            ram.ram.write_u32(LABELS, 1).unwrap();
+            assert_eq!(gpu.notify_host_write(LABELS, 4).unwrap(), 1);
+            // The answer comes while it polls (or blocks).
+            assert_eq!(h.wait().unwrap().waits, 1);
+            assert_eq!(ram.ram.read_u32(LABELS + 4).unwrap(), 7);
+            assert_eq!(gpu.run_until_idle(), Ok(()));
+            let _ = done_tx.send(());
+        });
+        let outcome = done_rx.recv_timeout(Duration::from_secs(300));
+        assert!(outcome.is_ok(), "spin {spin:?}: a host wait outlasted its answer or deadline ({outcome:?})");
     }
 }
 

@@ -3,6 +3,7 @@
 //! scheduler fills it exactly once.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -11,6 +12,7 @@ use parking_lot::{Condvar, Mutex};
 use crate::backend::QueueId;
 
 use super::error::GpuError;
+use super::worker::poll_for;
 
 /// Number of a submission, unique per [`super::Gpu`], in call order from 0
 /// (a replay's submission N is the trace's N-th SUBM chunk, as `pm4 disasm`
@@ -47,15 +49,20 @@ pub struct SubmissionReport {
 }
 
 /// A completion slot: filled once by the scheduler, read by any number of
-/// host threads, which block on it without spinning.
+/// host threads, which poll it for [`super::GpuConfig::host_spin`] and then
+/// block on it.
 pub(crate) struct Slot<T> {
     result: Mutex<Option<Result<T, GpuError>>>,
     ready: Condvar,
+    /// Set once `result` is filled: what a waiting thread polls.
+    filled: AtomicBool,
+    /// How long a waiting thread polls before it blocks.
+    spin: Duration,
 }
 
 impl<T: Clone> Slot<T> {
-    pub(crate) fn new() -> Arc<Self> {
-        Arc::new(Self { result: Mutex::new(None), ready: Condvar::new() })
+    pub(crate) fn new(spin: Duration) -> Arc<Self> {
+        Arc::new(Self { result: Mutex::new(None), ready: Condvar::new(), filled: AtomicBool::new(false), spin })
     }
 
     /// Fills the slot; a second completion is ignored. Returns whether this
@@ -65,6 +72,7 @@ impl<T: Clone> Slot<T> {
         let first = state.is_none();
         if first {
             *state = Some(result);
+            self.filled.store(true, Ordering::Release);
         }
         drop(state);
         self.ready.notify_all();
@@ -76,7 +84,13 @@ impl<T: Clone> Slot<T> {
     }
 
     /// Blocks until the result is there; `None` when the deadline passed.
+    /// Polls first (a result that comes within the spin costs no wake-up).
     pub(crate) fn wait(&self, deadline: Option<Instant>) -> Option<Result<T, GpuError>> {
+        let spin = match deadline {
+            Some(deadline) => self.spin.min(deadline.saturating_duration_since(Instant::now())),
+            None => self.spin,
+        };
+        poll_for(spin, || self.filled.load(Ordering::Acquire));
         let mut state = self.result.lock();
         loop {
             if let Some(result) = &*state {

@@ -35,7 +35,10 @@
 //!   its submissions run in submission order, and a waiting queue holds no
 //!   worker. An idle worker polls for [`GpuConfig::worker_spin`] before it
 //!   parks, so work offered at once (a label the host writes right after a
-//!   stall) does not pay for waking a parked thread.
+//!   stall) does not pay for waking a parked thread. A host thread that
+//!   waits for the GPU (a handle's `wait`, [`Gpu::run_until_stalled`])
+//!   polls for [`GpuConfig::host_spin`] before it blocks, for the same
+//!   reason the other way round.
 //!
 //! **Scheduling rules** (both modes):
 //! 1. A queue is *runnable* when it has a submission running that is not
@@ -148,7 +151,7 @@ pub use tap::Interrupt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use parking_lot::{Condvar, Mutex, MutexGuard};
@@ -162,7 +165,7 @@ use crate::shader::ShaderRegistry;
 use self::core::{apply_write, step, HostBytes, HostOp, Parts, PendingSubmission, Sched, SliceSizes, Step};
 use self::handle::Slot;
 use self::tap::Tap;
-use self::worker::{Shared, WorkerSettings};
+use self::worker::{poll_for, Shared, WorkerSettings};
 
 /// Settings of a [`Gpu`].
 #[derive(Clone, Debug)]
@@ -201,6 +204,12 @@ pub struct GpuConfig {
     /// (yielding the CPU) before it parks. Waking a parked thread costs tens
     /// of microseconds on some hosts; zero parks at once.
     pub worker_spin: Duration,
+    /// How long a host thread that must wait for the GPU polls (yielding
+    /// the CPU) before it blocks: [`Submission::wait`], [`HostWrite::wait`]
+    /// and, in threaded mode, [`Gpu::run_until_stalled`] and
+    /// [`Gpu::run_until_idle`]. An answer within it costs no thread wake-up
+    /// (tens of microseconds on some hosts); zero blocks at once.
+    pub host_spin: Duration,
     /// Threaded mode: a stall lasting this long fails the stalled
     /// submissions with [`GpuError::Deadlock`]. `None` (the default): a
     /// stall is only reported ([`Gpu::stall_reports`]) and waits go on until
@@ -218,6 +227,7 @@ impl Default for GpuConfig {
             interrupt_capacity: 1024,
             workers: 0,
             worker_spin: Duration::from_micros(50),
+            host_spin: Duration::from_micros(50),
             stall_timeout: None,
         }
     }
@@ -307,7 +317,7 @@ impl<M, B> Drop for Control<M, B> {
         // Waiting host threads get their answer now, not when the last
         // reference goes.
         self.shared.sched.lock().cancel_all(&GpuError::ShutDown);
-        self.shared.changed.notify_all();
+        self.shared.announce_change();
     }
 }
 
@@ -408,13 +418,18 @@ where
             sched: Mutex::new(sched),
             work: Condvar::new(),
             changed: Condvar::new(),
+            changes: AtomicU64::new(0),
             epoch: AtomicU64::new(0),
             spinning: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
             lost: AtomicBool::new(false),
             stall_tx,
             stall_rx,
-            settings: WorkerSettings { spin: config.worker_spin, stall_timeout: config.stall_timeout },
+            settings: WorkerSettings {
+                spin: config.worker_spin,
+                host_spin: config.host_spin,
+                stall_timeout: config.stall_timeout,
+            },
         })
     }
 
@@ -480,7 +495,7 @@ where
             return Err(error);
         }
         let id = SubmissionId(self.next_id.fetch_add(1, Ordering::Relaxed));
-        let slot = Slot::new();
+        let slot = Slot::new(self.shared.settings.host_spin);
         let sub = PendingSubmission { id, queue: index, address, size_dw, slot: Arc::clone(&slot) };
         let mut sched = self.shared.sched.lock();
         if self.is_threaded() {
@@ -533,7 +548,7 @@ where
             apply_write(&self.shared.parts, &mut sched, address, bytes)?;
             return Ok(HostWrite { slot: None });
         }
-        let slot = Slot::new();
+        let slot = Slot::new(self.shared.settings.host_spin);
         sched.push(HostOp::Write { address, bytes: HostBytes::new(bytes), slot: Arc::clone(&slot) });
         Ok(HostWrite { slot: Some(slot) })
     }
@@ -587,6 +602,7 @@ where
                 }
             }
         }
+        let spin_until = Instant::now().checked_add(self.shared.settings.host_spin);
         loop {
             if let Some(error) = self.closed() {
                 return Err(error);
@@ -597,6 +613,16 @@ where
                     Some(report) => RunStatus::Stalled(report),
                     None => RunStatus::Idle,
                 });
+            }
+            // Poll (without the lock) for a change while the spin lasts,
+            // then look again under the lock; after it, block.
+            let left = spin_until.map_or(Duration::ZERO, |until| until.saturating_duration_since(Instant::now()));
+            if !left.is_zero() {
+                let seen = self.shared.changes.load(Ordering::SeqCst);
+                MutexGuard::unlocked(&mut sched, || {
+                    poll_for(left, || self.shared.changes.load(Ordering::SeqCst) != seen)
+                });
+                continue;
             }
             self.shared.changed.wait(&mut sched);
         }
@@ -700,7 +726,7 @@ where
         let report = self.shared.sched.lock().declare_deadlock();
         if report.is_some() {
             self.shared.offer_work(true);
-            self.shared.changed.notify_all();
+            self.shared.announce_change();
         }
         report
     }

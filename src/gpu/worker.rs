@@ -21,6 +21,8 @@ use super::tap::WriteLog;
 pub(crate) struct WorkerSettings {
     /// How long an idle worker polls for new work before it parks.
     pub(crate) spin: Duration,
+    /// How long a host thread polls before it blocks ([`super::GpuConfig::host_spin`]).
+    pub(crate) host_spin: Duration,
     /// A stall lasting this long fails the stalled submissions with
     /// [`GpuError::Deadlock`].
     pub(crate) stall_timeout: Option<Duration>,
@@ -34,6 +36,8 @@ pub(crate) struct Shared<M, B> {
     pub(crate) work: Condvar,
     /// Host threads wait here for quiescence or for a processor a slice has.
     pub(crate) changed: Condvar,
+    /// Bumped with every notification of `changed`, for polling host threads.
+    pub(crate) changes: AtomicU64,
     /// Bumped whenever work is offered, for spinning workers.
     pub(crate) epoch: AtomicU64,
     /// Workers polling `epoch` (not parked): an offer of one piece of work
@@ -60,6 +64,13 @@ impl<M, B> Shared<M, B> {
         } else if self.spinning.load(Ordering::SeqCst) == 0 {
             self.work.notify_one();
         }
+    }
+
+    /// Something host threads wait for may have happened (quiescence, a
+    /// processor back, shutdown): wakes the waiting and the polling ones.
+    pub(crate) fn announce_change(&self) {
+        self.changes.fetch_add(1, Ordering::SeqCst);
+        self.changed.notify_all();
     }
 
     /// Notes a stall the first time it is seen in its episode, and reports
@@ -94,8 +105,27 @@ impl<M, B> Drop for LostGuard<'_, M, B> {
             self.shared.stop.store(true, Ordering::Release);
             self.shared.sched.lock().cancel_all(&GpuError::WorkerLost);
             self.shared.work.notify_all();
-            self.shared.changed.notify_all();
+            self.shared.announce_change();
         }
+    }
+}
+
+/// Polls `done` (yielding the CPU between looks) for up to `spin`; true
+/// when it answered true. What a thread does before it blocks: an answer
+/// that comes within the spin costs no wake-up.
+pub(crate) fn poll_for(spin: Duration, mut done: impl FnMut() -> bool) -> bool {
+    if spin.is_zero() {
+        return done();
+    }
+    let start = Instant::now();
+    loop {
+        if done() {
+            return true;
+        }
+        if start.elapsed() >= spin {
+            return false;
+        }
+        std::thread::yield_now();
     }
 }
 
@@ -103,15 +133,7 @@ impl<M, B> Drop for LostGuard<'_, M, B> {
 fn spin_for_work<M, B>(shared: &Shared<M, B>, spin: Duration) -> bool {
     shared.spinning.fetch_add(1, Ordering::SeqCst);
     let epoch = shared.epoch.load(Ordering::SeqCst);
-    let start = Instant::now();
-    let mut moved = false;
-    while start.elapsed() < spin {
-        if shared.epoch.load(Ordering::SeqCst) != epoch || shared.stop.load(Ordering::Acquire) {
-            moved = true;
-            break;
-        }
-        std::thread::yield_now();
-    }
+    let moved = poll_for(spin, || shared.epoch.load(Ordering::SeqCst) != epoch || shared.stop.load(Ordering::Acquire));
     shared.spinning.fetch_sub(1, Ordering::SeqCst);
     moved
 }
@@ -131,7 +153,7 @@ pub(crate) fn run<M: GuestMemory, B: Backend>(shared: Arc<Shared<M, B>>) {
         }
         if let Some(queue) = sched.pick() {
             let Some(mut ticket) = sched.begin_slice(queue) else {
-                shared.changed.notify_all();
+                shared.announce_change();
                 continue;
             };
             // More to run: let another worker take it.
@@ -146,13 +168,13 @@ pub(crate) fn run<M: GuestMemory, B: Backend>(shared: Arc<Shared<M, B>>) {
             // Host threads wait for quiescence or for a processor back:
             // not woken by every slice of a busy GPU.
             if sched.processor_waiters > 0 || sched.quiescent() {
-                shared.changed.notify_all();
+                shared.announce_change();
             }
             continue;
         }
         if sched.in_flight == 0 {
             shared.note_stall(&mut sched);
-            shared.changed.notify_all();
+            shared.announce_change();
         }
         let spin = shared.settings.spin;
         if !spin.is_zero() && MutexGuard::unlocked(&mut sched, || spin_for_work(shared, spin)) {
@@ -169,7 +191,7 @@ pub(crate) fn run<M: GuestMemory, B: Backend>(shared: Arc<Shared<M, B>>) {
                 if timed_out && sched.stalled && sched.stall_episode == episode {
                     if let Some(report) = sched.declare_deadlock() {
                         tracing::warn!("stall declared a deadlock after {timeout:?}: {report}");
-                        shared.changed.notify_all();
+                        shared.announce_change();
                         shared.offer_work(true);
                     }
                 }
