@@ -154,8 +154,10 @@ impl Submission {
         self.slot.poll().is_some()
     }
 
-    /// Blocks (without spinning) until the submission completes, fails or is
-    /// cancelled, and returns that final result.
+    /// Blocks until the submission completes, fails or is cancelled, and
+    /// returns that final result. It polls for
+    /// [`super::GpuConfig::host_spin`] first (a result within that costs no
+    /// thread wake-up), then sleeps.
     ///
     /// A stall (every queue with work waiting on memory) does not end the
     /// wait: the host may still write the label. It is reported on
