@@ -725,6 +725,26 @@ fn a_deterministic_host_write_with_nothing_before_it_is_applied_at_once() {
 }
 
 #[test]
+fn a_host_write_refused_by_memory_is_told_by_its_handle_in_both_modes() {
+    // Deterministic mode applies the write in the call here (nothing is
+    // ahead of it); the refusal still comes through the handle, as for a
+    // write applied later. Threaded mode refuses in the call.
+    for mode in MODES {
+        let mem = Mem::new();
+        mem.mem.set_write_budget(4);
+        let gpu = gpu(mem, mode);
+        let write = gpu.write_memory(DATA, &[1, 2, 3, 4, 5, 6, 7, 8]);
+        let refused = match mode {
+            Mode::Deterministic => write.unwrap().wait(),
+            Mode::Threaded => write.map(|_| ()),
+        };
+        assert!(matches!(refused, Err(GpuError::HostWrite { address: DATA, len: 8, .. })), "{mode:?}: {refused:?}");
+        assert_eq!(read_bytes(&gpu, DATA, 8), [0; 8], "{mode:?}");
+        assert_eq!((gpu.stats().host_writes, gpu.stats().host_write_errors), (1, 1), "{mode:?}");
+    }
+}
+
+#[test]
 fn suspended_queue_is_rechecked_only_when_its_memory_changes() {
     for mode in MODES {
         let label = DATA;

@@ -220,7 +220,7 @@ impl Submission {
 pub struct HostWrite {
     /// The write's completion slot; `None` for a write applied before
     /// [`super::Gpu::write_memory`] returned (nothing to wait for, nothing
-    /// allocated).
+    /// allocated), filled at once for one refused then.
     pub(crate) slot: Option<Arc<Slot<()>>>,
 }
 

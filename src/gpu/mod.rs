@@ -523,9 +523,9 @@ where
     /// with submissions by the WRIT rule (applied when every earlier
     /// submission has run as far as it can, before any later one starts):
     /// at once when that is already so (no host operation is pending and no
-    /// queue can run), else when the caller's run reaches it. A range
-    /// outside the 48-bit space or not mapped is an error at once, as is a
-    /// write applied at once that the memory refuses.
+    /// queue can run), else when the caller's run reaches it; the handle
+    /// says whether the memory took it. A range outside the 48-bit space or
+    /// not mapped is an error at once.
     pub fn write_memory(&self, address: u64, bytes: &[u8]) -> Result<HostWrite, GpuError> {
         let len = bytes.len() as u64;
         self.check_host_range(address, len)?;
@@ -544,9 +544,17 @@ where
         let mut sched = self.shared.sched.lock();
         if sched.host_write_is_next() {
             // What the next step would do first: apply it now, with no
-            // host operation queued and no handle to complete.
-            apply_write(&self.shared.parts, &mut sched, address, bytes)?;
-            return Ok(HostWrite { slot: None });
+            // host operation queued and (unless the memory refuses it, which
+            // the handle says as for a write applied later) no handle to
+            // complete.
+            return Ok(match apply_write(&self.shared.parts, &mut sched, address, bytes) {
+                Ok(()) => HostWrite { slot: None },
+                Err(refused) => {
+                    let slot = Slot::new(self.shared.settings.host_spin);
+                    slot.complete(Err(refused));
+                    HostWrite { slot: Some(slot) }
+                }
+            });
         }
         let slot = Slot::new(self.shared.settings.host_spin);
         sched.push(HostOp::Write { address, bytes: HostBytes::new(bytes), slot: Arc::clone(&slot) });
