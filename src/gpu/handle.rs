@@ -247,7 +247,8 @@ impl HostWrite {
 
     /// Blocks until the write is applied or refused (threaded mode applies
     /// it before [`super::Gpu::write_memory`] returns; deterministic mode
-    /// when the caller's run reaches it).
+    /// in that call when nothing is ahead of it, else when the caller's run
+    /// reaches it).
     pub fn wait(&self) -> Result<(), GpuError> {
         match &self.slot {
             Some(slot) => slot.wait(None).unwrap_or(Err(GpuError::Pending)),

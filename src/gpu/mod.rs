@@ -204,11 +204,14 @@ pub struct GpuConfig {
     /// (yielding the CPU) before it parks. Waking a parked thread costs tens
     /// of microseconds on some hosts; zero parks at once.
     pub worker_spin: Duration,
-    /// How long a host thread that must wait for the GPU polls (yielding
-    /// the CPU) before it blocks: [`Submission::wait`], [`HostWrite::wait`]
-    /// and, in threaded mode, [`Gpu::run_until_stalled`] and
-    /// [`Gpu::run_until_idle`]. An answer within it costs no thread wake-up
-    /// (tens of microseconds on some hosts); zero blocks at once.
+    /// How long a host thread that must wait for the GPU polls (a few dozen
+    /// looks between yields of the CPU) before it blocks:
+    /// [`Submission::wait`], [`HostWrite::wait`] and, in threaded mode,
+    /// [`Gpu::run_until_stalled`] and [`Gpu::run_until_idle`]. An answer
+    /// within it costs no thread wake-up (tens of microseconds on some
+    /// hosts); zero blocks at once. (A wait for a queue's processor to come
+    /// back from a slice, as [`Gpu::with_processor`] may make, blocks at
+    /// once.)
     pub host_spin: Duration,
     /// Threaded mode: a stall lasting this long fails the stalled
     /// submissions with [`GpuError::Deadlock`]. `None` (the default): a
@@ -524,8 +527,11 @@ where
     /// submission has run as far as it can, before any later one starts):
     /// at once when that is already so (no host operation is pending and no
     /// queue can run), else when the caller's run reaches it; the handle
-    /// says whether the memory took it. A range outside the 48-bit space or
-    /// not mapped is an error at once.
+    /// says whether the memory took it. A write applied in the call is in
+    /// memory for every later call (a `with_memory` that writes the same
+    /// bytes then writes over it; a stall it does not end is reported at
+    /// once). A range outside the 48-bit space or not mapped is an error at
+    /// once.
     pub fn write_memory(&self, address: u64, bytes: &[u8]) -> Result<HostWrite, GpuError> {
         let len = bytes.len() as u64;
         self.check_host_range(address, len)?;
@@ -610,6 +616,7 @@ where
                 }
             }
         }
+        // `None`: a spin too long to reach an end (it never ends).
         let spin_until = Instant::now().checked_add(self.shared.settings.host_spin);
         loop {
             if let Some(error) = self.closed() {
@@ -624,7 +631,7 @@ where
             }
             // Poll (without the lock) for a change while the spin lasts,
             // then look again under the lock; after it, block.
-            let left = spin_until.map_or(Duration::ZERO, |until| until.saturating_duration_since(Instant::now()));
+            let left = spin_until.map_or(Duration::MAX, |until| until.saturating_duration_since(Instant::now()));
             if !left.is_zero() {
                 let seen = self.shared.changes.load(Ordering::SeqCst);
                 MutexGuard::unlocked(&mut sched, || {
@@ -698,7 +705,9 @@ where
     }
 
     /// Deterministic mode: runs at most `max_slices` scheduler steps (slices
-    /// or host writes). [`RunStatus::Running`] when work is left that can run.
+    /// or queued host writes; a write applied in its [`Gpu::write_memory`]
+    /// call is no step). [`RunStatus::Running`] when work is left that can
+    /// run.
     pub fn run_slices(&self, max_slices: u64) -> Result<RunStatus, GpuError> {
         if self.is_threaded() {
             return Err(GpuError::WrongMode { call: "run_slices", mode: "deterministic" });
