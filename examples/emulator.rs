@@ -195,14 +195,14 @@ fn main() -> Result<(), GpuError> {
     // and a CPU write resolves it.
     let stalls = gpu.stall_reports();
     let earlier = stalls.try_iter().count();
-    println!("{earlier} momentary stalls were reported while queues waited for the CPU (not errors)");
+    println!("{earlier} stalls were reported while queues waited for the CPU (not errors)");
     let gate = LABELS + 0x1000;
     let mut cmd = CommandWriter::new();
     cmd.wait_ge(gate, 1).write(gate + 4, 0x600D);
     let at = COMMANDS + 0x80_0000;
     let size = cmd.store(&ram, at);
     let waiting = gpu.submit(QueueId::compute(6, 7).expect("queue"), at, size)?;
-    let report = stalls.recv_timeout(Duration::from_secs(10)).expect("the stall is reported");
+    let report = stalls.recv_timeout(Duration::from_secs(10))?.expect("the stall is reported");
     println!("stall reported: {report}");
     assert!(waiting.wait_timeout(Duration::from_millis(20)).is_none());
     println!("the wait timed out (the submission still waits for the CPU)");

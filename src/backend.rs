@@ -366,7 +366,8 @@ pub struct NotEmulated {
 /// }
 ///
 /// // DRAW_INDEX_AUTO of 3 vertices (VGT_DRAW_INITIATOR = auto-index, 2).
-/// let commands = CommandBuffer::new().pkt3(Opcode::DRAW_INDEX_AUTO, &[3, 2]);
+/// let mut commands = CommandBuffer::new();
+/// commands.pkt3(Opcode::DRAW_INDEX_AUTO, &[3, 2]).unwrap();
 /// let ram = FlatMemory::new(0, 0x1000).unwrap();
 /// for (i, dword) in commands.dwords().iter().enumerate() {
 ///     ram.write_u32(4 * i as u64, *dword).unwrap();

@@ -231,6 +231,36 @@ impl<M: GuestMemory> GuestMemory for Recorder<M> {
         self.inner.write_bytes(address, data)
     }
 
+    fn read_u32(&self, address: u64) -> Result<u32, MemoryError> {
+        self.touch(address, 4);
+        self.inner.read_u32(address)
+    }
+
+    fn read_u64(&self, address: u64) -> Result<u64, MemoryError> {
+        self.touch(address, 8);
+        self.inner.read_u64(address)
+    }
+
+    fn write_u32(&self, address: u64, value: u32) -> Result<(), MemoryError> {
+        self.touch(address, 4);
+        self.inner.write_u32(address, value)
+    }
+
+    fn write_u64(&self, address: u64, value: u64) -> Result<(), MemoryError> {
+        self.touch(address, 8);
+        self.inner.write_u64(address, value)
+    }
+
+    fn compare_exchange_u32(&self, address: u64, current: u32, new: u32) -> Result<Result<u32, u32>, MemoryError> {
+        self.touch(address, 4);
+        self.inner.compare_exchange_u32(address, current, new)
+    }
+
+    fn compare_exchange_u64(&self, address: u64, current: u64, new: u64) -> Result<Result<u64, u64>, MemoryError> {
+        self.touch(address, 8);
+        self.inner.compare_exchange_u64(address, current, new)
+    }
+
     fn atomic_update_u32(&self, address: u64, update: &mut dyn FnMut(u32) -> u32) -> Result<u32, MemoryError> {
         self.touch(address, 4);
         self.inner.atomic_update_u32(address, update)

@@ -748,10 +748,17 @@ impl From<GpuError> for Stop {
     }
 }
 
+/// The replay's backend. The replay reaches it only between slices, never
+/// from a callback, where the GPU would refuse (and this would answer the
+/// default).
+fn replay_backend<R: Default>(gpu: &ReplayGpu, f: impl FnOnce(&mut ReplayBackend) -> R) -> R {
+    gpu.with_backend(f).unwrap_or_default()
+}
+
 /// The first of the replay's work limits that the GPU has gone past.
 fn check_limits(gpu: &ReplayGpu, limits: &Limits) -> Result<(), Stop> {
     let stats = gpu.stats();
-    let draw_calls = gpu.with_backend(|b| b.draw_calls);
+    let draw_calls = replay_backend(gpu, |b| b.draw_calls);
     let written = gpu.with_memory_ref(|m| m.bytes_written());
     let checks = [
         (Limit::Packets, stats.packets.saturating_add(draw_calls), limits.max_packets),
@@ -786,7 +793,7 @@ fn run_gpu(gpu: &ReplayGpu, observed: &mut Option<Observed<'_>>, limits: &Limits
         if steps % CHECK_SLICES == 0 {
             check_limits(gpu, limits)?;
             // A timeline that is full has nothing more to learn.
-            if gpu.with_backend(|b| b.timeline.as_ref().is_some_and(|t| !t.records.accepts())) {
+            if replay_backend(gpu, |b| b.timeline.as_ref().is_some_and(|t| !t.records.accepts())) {
                 o.stopped = true;
                 return Ok(RunStatus::Idle);
             }
@@ -797,7 +804,7 @@ fn run_gpu(gpu: &ReplayGpu, observed: &mut Option<Observed<'_>>, limits: &Limits
                 o.waits_truncated = true;
             }
         }
-        let ran = gpu.with_backend(|b| b.executed.as_mut().map(std::mem::take).unwrap_or_default());
+        let ran = replay_backend(gpu, |b| b.executed.as_mut().map(std::mem::take).unwrap_or_default());
         for (queue, header, location) in ran {
             let slot = o.counts.get_mut(queue.0 as usize);
             let index = slot.as_deref().copied().unwrap_or(0);
@@ -981,7 +988,10 @@ fn replay_into(
                 if stopped {
                     break;
                 }
-                let r = gpu.with_shared(|m, _, s| s.create(m, *header_address, *code_address, *relocated).map(|_| ()));
+                let r = gpu
+                    .with_shared(|m, _, s| s.create(m, *header_address, *code_address, *relocated).map(|_| ()))
+                    .map_err(|e| e.to_string())
+                    .and_then(|created| created.map_err(|e| e.to_string()));
                 if let Err(e) = r {
                     errors.push(error(
                         ReplayErrorKind::Shader,
@@ -1105,7 +1115,7 @@ fn replay_into(
         }
     }
 
-    let (records, timeline, programs, programs_not_kept, skipped_ibs) = gpu.with_backend(|b| {
+    let (records, timeline, programs, programs_not_kept, skipped_ibs) = replay_backend(&gpu, |b| {
         (
             b.records.take(),
             b.timeline.take(),

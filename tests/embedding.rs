@@ -164,7 +164,8 @@ fn notify_host_write_wakes_exactly_the_overlapping_waiters() {
                 ram.buffer(&c)
             })
             .collect();
-        let config = GpuConfig { workers: 2, ..GpuConfig::default() };
+        // Notification alone: the GPU's own polling would see the stores.
+        let config = GpuConfig { workers: 2, wait_polling: None, ..GpuConfig::default() };
         let gpu = if threaded {
             Gpu::threaded(Arc::clone(&ram.ram), NullBackend, config).unwrap()
         } else {
@@ -263,7 +264,7 @@ fn every_host_write_path_drops_the_decoded_container() {
         let (buf, _) = shader_setup(&mut ram);
         let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
         let gpu = Gpu::threaded(Arc::clone(&ram.ram), SharedPrograms(Arc::clone(&seen)), GpuConfig::default()).unwrap();
-        gpu.with_shared(|m, _, s| s.create(m, HEADER_A, CS_CODE, false).map(drop)).unwrap();
+        gpu.with_shared(|m, _, s| s.create(m, HEADER_A, CS_CODE, false).map(drop)).unwrap().unwrap();
         gpu.submit(QueueId::GRAPHICS, buf.0, buf.1).unwrap().wait().unwrap();
         let bad_magic = 0xDEAD_BEEFu32.to_le_bytes();
         match path {
@@ -532,7 +533,7 @@ fn a_stall_reads_stall_and_a_declared_deadlock_reads_deadlock() {
     let RunStatus::Stalled(report) = gpu.run_until_stalled().unwrap() else { panic!("not stalled") };
     let first = "1 queue waits and no host write is pending";
     assert_eq!(report.to_string().lines().next().unwrap(), format!("stall: {first}"));
-    assert_eq!(gpu.declare_deadlock(), Some(report.clone()));
+    assert_eq!(gpu.declare_deadlock(), Ok(Some(report.clone())));
     let error = h.wait().unwrap_err();
     assert_eq!(error, GpuError::Deadlock(report));
     assert_eq!(error.to_string().lines().next().unwrap(), format!("deadlock: {first}"));

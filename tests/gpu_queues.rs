@@ -215,9 +215,15 @@ fn wait_chain_across_eight_compute_queues_completes_in_order() {
             assert_eq!(read32(&gpu, flags + 4 * (i + 1)), 1);
         }
         // The backend saw the fences in the same order.
-        let fence_queues: Vec<String> = gpu.with_backend(|b| {
-            b.lines.iter().filter(|l| l.contains(" fence ")).map(|l| l.split(' ').next().unwrap().to_string()).collect()
-        });
+        let fence_queues: Vec<String> = gpu
+            .with_backend(|b| {
+                b.lines
+                    .iter()
+                    .filter(|l| l.contains(" fence "))
+                    .map(|l| l.split(' ').next().unwrap().to_string())
+                    .collect()
+            })
+            .unwrap();
         assert_eq!(fence_queues, queues.iter().map(|q| q.to_string()).collect::<Vec<_>>());
     }
 }
@@ -349,12 +355,12 @@ fn a_stall_becomes_a_deadlock_only_when_the_embedder_says_so() {
     for mode in MODES {
         let (gpu, ha, hb, la, lb) = deadlock_setup(mode);
         assert!(matches!(gpu.run_until_stalled().unwrap(), RunStatus::Stalled(_)));
-        let report = gpu.declare_deadlock().expect("stalled");
+        let report = gpu.declare_deadlock().unwrap().expect("stalled");
         check_deadlock_report(&GpuError::Deadlock(report.clone()), la, lb);
         // Final on both handles; the queues are free for new work.
         assert_eq!(ha.wait(), Err(GpuError::Deadlock(report.clone())));
         assert_eq!(hb.wait(), Err(GpuError::Deadlock(report)));
-        assert_eq!(gpu.declare_deadlock(), None);
+        assert_eq!(gpu.declare_deadlock(), Ok(None));
         let mut mem_cmd = Vec::new();
         write_data(&mut mem_cmd, la, &[9]);
         gpu.with_memory(|m| {
@@ -527,7 +533,7 @@ fn deterministic_interleaving_is_round_robin_by_queue_index() {
     submit(&gpu, comp(0, 0), c);
     submit(&gpu, QueueId::GRAPHICS, g);
     gpu.run_until_idle().unwrap();
-    let lines = gpu.with_backend(|b| b.lines.clone());
+    let lines = gpu.with_backend(|b| b.lines.clone()).unwrap();
     assert_eq!(
         lines,
         vec![
@@ -946,5 +952,5 @@ fn interrupts_keep_the_newest_when_the_host_does_not_take_them() {
     let stats = gpu.stats();
     assert_eq!((stats.interrupts, stats.interrupts_dropped), (5, 3));
     assert_eq!(result(&h).unwrap().fences, 5);
-    assert_eq!(gpu.with_backend(|b| b.fences), 5);
+    assert_eq!(gpu.with_backend(|b| b.fences).unwrap(), 5);
 }

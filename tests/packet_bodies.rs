@@ -203,8 +203,10 @@ proptest! {
 #[test]
 fn the_public_builder_emits_what_the_processor_runs() {
     use pm4core::packet::builder::CommandBuffer;
-    let child = CommandBuffer::new().write_mem(0x2000, &[7]);
-    let cb = CommandBuffer::new().call(0x3000, child.len_dw()).packet(&IndirectBuffer::chain(0x4000, 0));
+    let mut child = CommandBuffer::new();
+    child.write_mem(0x2000, &[7]).unwrap();
+    let mut cb = CommandBuffer::new();
+    cb.call(0x3000, child.len_dw()).unwrap().packet(&IndirectBuffer::chain(0x4000, 0)).unwrap();
     assert_eq!(cb.dwords()[..4], [0xC002_3F00, 0x3000, 0, child.len_dw() | (1 << 23)]);
     let decoded = IndirectBuffer::decode_body(Opcode::INDIRECT_BUFFER, &cb.dwords()[5..8]).unwrap();
     assert!(decoded.chain && decoded.valid);

@@ -38,7 +38,7 @@ fn a_recorded_run_replays_to_the_same_events() {
     log.host_write(SCRATCH + 0x20, &1u32.to_le_bytes());
     gpu.write_memory(SCRATCH + 0x20, &1u32.to_le_bytes()).unwrap();
     gpu.run_until_idle().unwrap();
-    let original = gpu.with_backend(|b| b.lines.clone());
+    let original = gpu.with_backend(|b| b.lines.clone()).unwrap();
     assert_eq!(gpu.with_memory_ref(|m| m.read_u32(SCRATCH).unwrap()), 9);
     let bytes = gpu.with_memory_ref(|m| m.finish()).unwrap();
 

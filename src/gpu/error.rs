@@ -42,7 +42,33 @@ pub enum GpuError {
     /// submission was stopped and its queue went on.
     #[error("submission {submission} on {queue}: the backend panicked: {message}")]
     BackendPanicked { queue: QueueId, submission: SubmissionId, message: String },
-    /// The GPU was dropped (or taken apart) before the work completed.
+    /// The guest memory implementation panicked during one of the
+    /// submission's packets; the submission was stopped and its queue went on.
+    #[error("submission {submission} on {queue}: the guest memory implementation panicked: {message}")]
+    MemoryPanicked { queue: QueueId, submission: SubmissionId, message: String },
+    /// pm4core itself panicked while running the submission (a bug: please
+    /// report it with the trace); the submission was stopped and its queue
+    /// went on.
+    #[error("submission {submission} on {queue}: pm4core panicked (a bug): {message}")]
+    InternalPanic { queue: QueueId, submission: SubmissionId, message: String },
+    /// The submission was refused before anything ran: its command buffer
+    /// is not dword-aligned, runs past the 48-bit address space, or is not
+    /// mapped (`source` says which, at which address).
+    #[error("submission of {size_dw} dwords at {address:#x} on {queue} refused: {source}")]
+    InvalidSubmission {
+        queue: QueueId,
+        address: u64,
+        size_dw: u32,
+        #[source]
+        source: MemoryError,
+    },
+    /// The call was made from inside one of this GPU's own backend or
+    /// memory callbacks, where it would wait for the very slice that made
+    /// it (`why` says what it would wait for).
+    #[error("{call} cannot be called from a backend or memory callback of the same GPU: {why}")]
+    CalledFromCallback { call: &'static str, why: &'static str },
+    /// The GPU was shut down ([`super::Gpu::shutdown`], or dropped) before
+    /// the work completed, or the call came after.
     #[error("the GPU shut down before the work completed")]
     ShutDown,
     /// The host aborted the submission with [`super::Gpu::abort`].

@@ -175,7 +175,21 @@ impl Submission {
     /// thread that drives the GPU itself calls
     /// [`super::Gpu::run_until_complete`] instead (or [`Submission::poll`]
     /// between its runs).
+    ///
+    /// From inside a backend or memory callback, a submission not complete
+    /// yet answers [`GpuError::CalledFromCallback`] (it may need the very
+    /// slice that waits); [`Submission::wait_timeout`] is bounded and works
+    /// there.
     pub fn wait(&self) -> Result<SubmissionReport, GpuError> {
+        if let Some(result) = self.poll() {
+            return result;
+        }
+        if super::reentry::in_any_slice() {
+            return Err(GpuError::CalledFromCallback {
+                call: "Submission::wait",
+                why: "the submission may need the slice that is waiting for it",
+            });
+        }
         self.slot.wait(None).unwrap_or(Err(GpuError::Pending))
     }
 
@@ -249,9 +263,24 @@ impl HostWrite {
     /// it before [`super::Gpu::write_memory`] returns; deterministic mode
     /// in that call when nothing is ahead of it, else when the caller's run
     /// reaches it).
+    ///
+    /// From inside a backend or memory callback, a write not applied yet
+    /// answers [`GpuError::CalledFromCallback`] (deterministic mode applies
+    /// it after the calling slice).
     pub fn wait(&self) -> Result<(), GpuError> {
         match &self.slot {
-            Some(slot) => slot.wait(None).unwrap_or(Err(GpuError::Pending)),
+            Some(slot) => {
+                if let Some(result) = slot.poll() {
+                    return result;
+                }
+                if super::reentry::in_any_slice() {
+                    return Err(GpuError::CalledFromCallback {
+                        call: "HostWrite::wait",
+                        why: "the write is applied after the slice that is waiting for it",
+                    });
+                }
+                slot.wait(None).unwrap_or(Err(GpuError::Pending))
+            }
             None => Ok(()),
         }
     }

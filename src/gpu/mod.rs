@@ -1,10 +1,19 @@
 //! The GPU front end: the graphics queue and the 56 compute queues, each a
-//! [`Processor`] with its own register file, sharing one guest memory, one
+//! [`Processor`](crate::processor::Processor) with its own register file, sharing one guest memory, one
 //! backend and one [`ShaderRegistry`], scheduled so that no queue starves the
 //! others, that a waiting queue costs nothing until memory it watches
 //! changes, and that a stall is reported instead of hanging.
 //!
 //! # Architecture: the GPU front end (`src/gpu/`)
+//!
+//! Files: this one (the `Gpu`, submitting, host writes, driving, shutdown),
+//! `access.rs` (looking at and reaching into the GPU), `config.rs`
+//! (settings and counters), `sched.rs` (the scheduler's queues and waits),
+//! `slice.rs` (one slice), `worker.rs` (the threaded mode's pool),
+//! `poll.rs` (polling of suspended waits), `watch.rs` (who watches which
+//! bytes), `signal.rs` (interrupt and stall channels), `tap.rs` (what a
+//! slice's memory and backend calls go through), `reentry.rs` (callbacks
+//! calling back, panic attribution), `handle.rs`, `error.rs`.
 //!
 //! [`Gpu<M, B>`] holds 57 lazily created processors (queue 0 = graphics,
 //! 1 + pipe*8 + queue = compute), the guest memory `M`, the backend `B` and
@@ -81,6 +90,17 @@
 //! command dwords are dropped at every slice's start (a write during a slice
 //! races with that slice's reads, as on hardware). Deterministic mode
 //! applies `write_memory` by the WRIT rule and `notify_host_write` at once.
+//! Notification is by guest address: a write through another guest address
+//! that maps the same host page wakes nothing.
+//!
+//! **Stores nobody notifies.** An emulator that runs guest code natively
+//! cannot trap a game's store to a label. In threaded mode the GPU re-reads
+//! suspended waits on memory itself ([`GpuConfig::wait_polling`]): a round
+//! comes soon after a suspension (every few microseconds while a worker
+//! spins idle, then after [`WaitPolling::first`]) and backs off to
+//! [`WaitPolling::ceiling`]; a round costs one read per wait and nothing
+//! when nothing waits. A wait whose bytes changed is woken and re-executes
+//! its packet, so it ends exactly as a notified one does.
 //!
 //! **Fairness.** Runnable queues are served round-robin with equal slices:
 //! between two slices of a runnable queue at most 56 other slices start.
@@ -94,8 +114,9 @@
 //! [`Interrupt::sequence`] orders them across queues.
 //!
 //! **Stalls.** A stall is not an error while the host can still write a
-//! label. Threaded mode reports each stall once on [`Gpu::stall_reports`]
-//! (and counts it in [`GpuStats::stalls`]); waits keep blocking. It becomes
+//! label. Threaded mode reports each stall that lasts
+//! [`GpuConfig::stall_report_delay`] once on [`Gpu::stall_reports`] (and
+//! counts it in [`GpuStats::stalls`]); waits keep blocking. It becomes
 //! [`GpuError::Deadlock`] on the stalled submissions (they fail; their
 //! queues go on with their next submissions) only when the embedder asks:
 //! [`GpuConfig::stall_timeout`] (a stall lasting that long), or
@@ -117,224 +138,98 @@
 //! backends are dropped with the `Gpu`. Interrupts are copied to the host's
 //! channels whichever backend saw the fence. A panic in a backend call is
 //! caught at the worker boundary: that submission fails with
-//! [`GpuError::BackendPanicked`] and the queue goes on.
+//! [`GpuError::BackendPanicked`] (a panic in the guest memory with
+//! [`GpuError::MemoryPanicked`]) and the queue goes on.
+//!
+//! **Callbacks that call back.** A backend callback may call any method of
+//! its own `Gpu` (through an `Arc` or a `Weak` it keeps): each either works
+//! or answers [`GpuError::CalledFromCallback`] saying why it cannot be
+//! called there; none blocks for ever. Submitting, writing and notifying
+//! work (deterministic mode queues them in the host sequence after the
+//! callback's packet); so do the counters, the stall and interrupt
+//! channels, [`Gpu::with_memory`], [`Gpu::with_shaders`] and
+//! [`Gpu::shutdown`]. What would wait for the calling slice itself is
+//! refused: driving the GPU ([`Gpu::run_until_idle`] and the other `run_*`),
+//! waiting for a submission ([`Submission::wait`]), reaching a processor
+//! that a slice has out ([`Gpu::with_processor`], [`Gpu::processor_stats`],
+//! … of the running queue; of another queue that a worker runs at that
+//! moment), and the shared backend from a queue that calls it
+//! ([`Gpu::with_backend`], [`Gpu::with_shared`]). A callback reads its own
+//! queue's registers from its arguments ([`Draw::registers`](crate::backend::Draw::registers)).
+//! Memory callbacks ([`TranslatedMemory`](crate::memory::TranslatedMemory)'s
+//! accessors) must not call the GPU.
 //!
 //! **Errors.** A [`Pm4Error`](crate::processor::Pm4Error) aborts that
 //! submission only: its handle completes with [`GpuError::Processor`] and the
-//! queue starts its next submission.
+//! queue starts its next submission. A submission is checked before it is
+//! queued: a command buffer that is not dword-aligned, leaves the 48-bit
+//! space or is not mapped is [`GpuError::InvalidSubmission`] from
+//! [`Gpu::submit`], with nothing run.
 //!
-//! **Shutdown.** Dropping the [`Gpu`] (or [`Gpu::into_parts`]) stops the
-//! workers between two slices (never inside a packet), completes every
-//! submission that has not completed with [`GpuError::ShutDown`] (running
-//! ones stop at a packet boundary; their earlier packets' effects stay),
-//! queued ones never start, then joins the workers. Host threads blocked in
-//! a wait return. To drain instead, call [`Gpu::run_until_idle`] first. If a
-//! worker dies of a bug outside a slice, pending work completes with
-//! [`GpuError::WorkerLost`].
+//! **Shutdown.** [`Gpu::shutdown`] (any thread, any number of times; also
+//! what dropping the `Gpu` does) stops the workers between two slices
+//! (never inside a packet), completes every submission that has not
+//! completed with [`GpuError::ShutDown`] (running ones stop at a packet
+//! boundary; their earlier packets' effects stay), drops queued host
+//! writes, closes the interrupt and stall channels, wakes every host thread
+//! waiting on a handle, a channel or a run, and joins the workers (from
+//! inside a callback, the workers are left to stop on their own). Later
+//! calls that give the GPU work answer [`GpuError::ShutDown`]; memory,
+//! counters and processors stay readable. To drain first, call
+//! [`Gpu::run_until_idle`]. If a worker dies of a bug outside a slice,
+//! pending work completes with [`GpuError::WorkerLost`].
 //!
 //! **Tracing.** Each queue has an `info` span `queue` (field `queue`, e.g.
 //! `comp0.1`); each submission an `info` span `submission` (fields `id`,
 //! `address`, `size_dw`) whose parent is its queue's span, entered for every
 //! slice. Stalls are logged at `debug`, failed submissions at `warn`.
 
-mod core;
+mod access;
+mod config;
 mod error;
 mod handle;
+mod poll;
+mod reentry;
+mod sched;
+mod signal;
+mod slice;
 mod tap;
 mod watch;
 mod worker;
 
+pub use config::{GpuConfig, GpuParts, GpuStats, QueueStatus, RunStatus, WaitPolling};
 pub use error::{GpuError, QueueStall, StallReport};
 pub use handle::{HostWrite, Submission, SubmissionId, SubmissionReport};
-pub use tap::Interrupt;
+pub use signal::{Interrupt, InterruptReceiver, StallReceiver};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::backend::{Backend, QueueId};
 use crate::memory::{check_range, GuestMemory, MemoryError};
-use crate::processor::{GlobalState, Processor, ProcessorConfig, ProcessorStats, SuspendReason};
-use crate::regs::RegisterFile;
 use crate::shader::ShaderRegistry;
 
-use self::core::{apply_write, step, HostBytes, HostOp, Parts, PendingSubmission, Sched, SliceSizes, Step};
 use self::handle::Slot;
-use self::tap::Tap;
+use self::sched::{HostBytes, HostOp, PendingSubmission, Sched, SliceSizes, Step};
+use self::signal::{InterruptLines, StallLine};
+use self::slice::{apply_write, step, Parts};
 use self::worker::{poll_for, Shared, WorkerSettings};
-
-/// Settings of a [`Gpu`].
-#[derive(Clone, Debug)]
-pub struct GpuConfig {
-    /// Configuration of every processor.
-    pub processor: ProcessorConfig,
-    /// Most packets a queue runs before the next runnable queue's turn
-    /// (at least 1).
-    pub slice_packets: u64,
-    /// Threaded mode: most packets of a slice that starts while no queue
-    /// waits (on memory, a register or the constant engine); at least
-    /// [`GpuConfig::slice_packets`]. A waiting queue is woken by writes when
-    /// the writer's slice ends, so while one waits slices stay short; while
-    /// none does, longer slices cost fewer trips through the scheduler lock
-    /// per packet (queues then take turns less often, in the same
-    /// round-robin order). Deterministic mode uses `slice_packets` (or
-    /// [`GpuConfig::lone_slice_packets`]).
-    pub busy_slice_packets: u64,
-    /// Deterministic mode: most packets of a slice that starts while its
-    /// queue is the only one with work (no other queue has a submission
-    /// running, queued or waiting). Nothing can run between two such
-    /// slices, so a longer one changes no effect and no order: only the
-    /// count of [`Gpu::run_slices`] steps the same packets take, and how
-    /// far the host's calls between steps may fall behind. At least
-    /// [`GpuConfig::slice_packets`] (the default, 0, means exactly that).
-    /// The trace replay uses 1024: a single-queue stream then goes through
-    /// the scheduler once per 1024 packets instead of once per 64.
-    pub lone_slice_packets: u64,
-    /// Interrupts kept per queue for the host; when full the oldest is
-    /// dropped (and counted in [`GpuStats::interrupts_dropped`]).
-    pub interrupt_capacity: usize,
-    /// Threaded mode: worker threads running queues in parallel; 0 = the
-    /// available cores ([`std::thread::available_parallelism`]).
-    pub workers: usize,
-    /// Threaded mode: how long an idle worker keeps polling for new work
-    /// (yielding the CPU) before it parks. Waking a parked thread costs tens
-    /// of microseconds on some hosts; zero parks at once.
-    pub worker_spin: Duration,
-    /// How long a host thread that must wait for the GPU polls (a few dozen
-    /// looks between yields of the CPU) before it blocks:
-    /// [`Submission::wait`], [`HostWrite::wait`] and, in threaded mode,
-    /// [`Gpu::run_until_stalled`] and [`Gpu::run_until_idle`]. An answer
-    /// within it costs no thread wake-up (tens of microseconds on some
-    /// hosts); zero blocks at once. (A wait for a queue's processor to come
-    /// back from a slice, as [`Gpu::with_processor`] may make, blocks at
-    /// once.)
-    pub host_spin: Duration,
-    /// Threaded mode: a stall lasting this long fails the stalled
-    /// submissions with [`GpuError::Deadlock`]. `None` (the default): a
-    /// stall is only reported ([`Gpu::stall_reports`]) and waits go on until
-    /// the host writes the label or calls [`Gpu::declare_deadlock`].
-    pub stall_timeout: Option<Duration>,
-}
-
-impl Default for GpuConfig {
-    fn default() -> Self {
-        Self {
-            processor: ProcessorConfig::default(),
-            slice_packets: 64,
-            busy_slice_packets: 256,
-            lone_slice_packets: 0,
-            interrupt_capacity: 1024,
-            workers: 0,
-            worker_spin: Duration::from_micros(50),
-            host_spin: Duration::from_micros(50),
-            stall_timeout: None,
-        }
-    }
-}
-
-/// Counters of a [`Gpu`] over its lifetime.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct GpuStats {
-    /// Submissions released to their queues.
-    pub submissions: u64,
-    /// Submissions that ran to their end.
-    pub completed: u64,
-    /// Submissions stopped by a processor error or a backend panic.
-    pub failed: u64,
-    /// Submissions aborted by the host or declared deadlocked.
-    pub aborted: u64,
-    /// Host writes applied (or refused by memory).
-    pub host_writes: u64,
-    /// Host writes the memory refused.
-    pub host_write_errors: u64,
-    /// Host-write notifications ([`Gpu::notify_host_write`]).
-    pub host_notifications: u64,
-    /// Slices run.
-    pub slices: u64,
-    /// Packets run by all queues (the sum of every processor's
-    /// [`ProcessorStats::packets`]), read in one call to bound total work.
-    pub packets: u64,
-    /// Command dwords read by all queues ([`ProcessorStats::dwords`]).
-    pub dwords: u64,
-    /// Suspended queues woken to re-check their wait.
-    pub wakes: u64,
-    /// Stalls detected (threaded mode: each stall episode once).
-    pub stalls: u64,
-    /// Interrupts raised.
-    pub interrupts: u64,
-    /// Interrupts dropped because the host did not take them.
-    pub interrupts_dropped: u64,
-}
-
-/// Where the GPU stands after a run.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RunStatus {
-    /// No queue has work.
-    Idle,
-    /// Every queue with work waits on something only the host can change.
-    Stalled(StallReport),
-    /// Work is left that can run ([`Gpu::run_slices`] ran out of slices).
-    Running,
-}
-
-/// What one queue is doing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct QueueStatus {
-    /// The submission it runs.
-    pub running: Option<SubmissionId>,
-    /// Why that submission waits, if it does.
-    pub suspended: Option<SuspendReason>,
-    /// Submissions queued behind it.
-    pub queued: usize,
-}
-
-/// The parts a [`Gpu`] was built from, back from [`Gpu::into_parts`].
-pub struct GpuParts<M, B> {
-    pub memory: M,
-    pub backend: B,
-    pub shaders: ShaderRegistry,
-}
-
-/// The workers of a threaded [`Gpu`]. Dropping it stops and joins them.
-struct Control<M, B> {
-    shared: Arc<Shared<M, B>>,
-    workers: Vec<JoinHandle<()>>,
-}
-
-impl<M, B> Drop for Control<M, B> {
-    fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::Release);
-        {
-            // Taken so that no worker is between its stop check and its wait.
-            let _sched = self.shared.sched.lock();
-            self.shared.work.notify_all();
-        }
-        for worker in self.workers.drain(..) {
-            // A worker that died of a bug already cancelled the pending work.
-            let _ = worker.join();
-        }
-        // Waiting host threads get their answer now, not when the last
-        // reference goes.
-        self.shared.sched.lock().cancel_all(&GpuError::ShutDown);
-        self.shared.announce_change();
-    }
-}
 
 /// The GPU front end: 57 queues sharing one guest memory, one backend and one
 /// shader registry. See the [module documentation](self) for the scheduling
 /// rules and guarantees.
 ///
 /// All methods take `&self`; a `Gpu` is `Sync` and may be shared between
-/// host threads (`Arc<Gpu>` or scoped threads). The backend: one per queue
-/// from a factory ([`Backend::queue_backend`], called without a lock on the
-/// queue's worker), or the GPU's own behind a lock taken per call (once
-/// per slice in deterministic mode, where no other slice runs; see
-/// "Backend threading contract" in the module documentation). Do not call `Gpu` methods
-/// from inside a `with_*` closure: the locks are not re-entrant.
+/// host threads (`Arc<Gpu>` or scoped threads), and its backend's callbacks
+/// may call it back (see "Callbacks that call back" in the module
+/// documentation). The backend: one per queue from a factory
+/// ([`Backend::queue_backend`], called without a lock on the queue's
+/// worker), or the GPU's own behind a lock taken per call (once per slice
+/// in deterministic mode, where no other slice runs). Do not call `Gpu`
+/// methods from inside a `with_*` closure: the locks are not re-entrant.
 ///
 /// # Example
 ///
@@ -347,26 +242,24 @@ impl<M, B> Drop for Control<M, B> {
 /// use pm4core::backend::{NullBackend, QueueId};
 /// use pm4core::gpu::{Gpu, GpuConfig};
 /// use pm4core::memory::{FlatMemory, GuestMemory};
-/// use pm4core::packet::{Header, Opcode};
+/// use pm4core::packet::builder::CommandBuffer;
+/// use pm4core::packet::body::CompareFunction;
 ///
 /// let ram = Arc::new(FlatMemory::new(0, 1 << 20).unwrap());
 /// // WAIT_REG_MEM: memory 0x8000 == 1, then WRITE_DATA 7 to 0x8004.
-/// let cmd = [
-///     Header::type3(Opcode::WAIT_REG_MEM, 6).0, 0x13, 0x8000, 0, 1, 0xFFFF_FFFF, 4,
-///     Header::type3(Opcode::WRITE_DATA, 4).0, 5 << 8 | 1 << 20, 0x8004, 0, 7,
-/// ];
-/// for (i, dword) in cmd.iter().enumerate() {
-///     ram.write_u32(0x1000 + 4 * i as u64, *dword).unwrap();
-/// }
+/// let mut cb = CommandBuffer::new();
+/// cb.wait_mem(0x8000, CompareFunction::Equal, 1, u32::MAX).unwrap().write_mem(0x8004, &[7]).unwrap();
+/// ram.write_bytes(0x1000, &cb.to_bytes()).unwrap();
 /// let gpu = Gpu::threaded(Arc::clone(&ram), NullBackend, GpuConfig::default()).unwrap();
 /// let stalls = gpu.stall_reports();
 /// let queue = QueueId::compute(0, 0).unwrap();
-/// let done = gpu.submit(queue, 0x1000, cmd.len() as u32).unwrap();
-/// // The queue waits for the CPU: reported, not an error.
-/// let report = stalls.recv_timeout(Duration::from_secs(10)).unwrap();
+/// let done = gpu.submit(queue, 0x1000, cb.len_dw()).unwrap();
+/// // The queue waits for the CPU: reported once it lasts 1 ms, not an error.
+/// let report = stalls.recv_timeout(Duration::from_secs(10)).unwrap().unwrap();
 /// assert_eq!(report.queues[0].queue, queue);
 /// assert!(done.wait_timeout(Duration::ZERO).is_none());
-/// // The CPU writes the label directly, then notifies.
+/// // The CPU writes the label directly, then notifies (without the
+/// // notification, the GPU's polling would see it within a millisecond).
 /// ram.write_u32(0x8000, 1).unwrap();
 /// gpu.notify_host_write(0x8000, 4).unwrap();
 /// done.wait().unwrap();
@@ -377,11 +270,10 @@ where
     M: GuestMemory + 'static,
     B: Backend + Send + 'static,
 {
-    /// `None` in deterministic mode. Declared first: dropped (workers
-    /// stopped and joined) before the shared state.
-    control: Option<Control<M, B>>,
     shared: Arc<Shared<M, B>>,
     next_id: AtomicU64,
+    threaded: bool,
+    workers: usize,
 }
 
 impl<M, B> std::fmt::Debug for Gpu<M, B>
@@ -391,6 +283,16 @@ where
 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Gpu").field("workers", &self.workers()).finish_non_exhaustive()
+    }
+}
+
+impl<M, B> Drop for Gpu<M, B>
+where
+    M: GuestMemory + 'static,
+    B: Backend + Send + 'static,
+{
+    fn drop(&mut self) {
+        self.shutdown();
     }
 }
 
@@ -408,17 +310,21 @@ where
     B: Backend + Send + 'static,
 {
     fn build(memory: M, backend: B, config: &GpuConfig, threaded: bool) -> Arc<Shared<M, B>> {
-        let backend = Tap::new(backend, QueueId::COUNT as usize, config.interrupt_capacity);
         let slices = SliceSizes {
             slice: config.slice_packets,
             busy: config.busy_slice_packets,
             lone: config.lone_slice_packets,
         };
-        let sched = Sched::new(&config.processor, slices, threaded);
-        let (stall_tx, stall_rx) = crossbeam_channel::bounded(64);
+        let sched = Sched::new(&config.processor, slices, threaded, config.wait_polling);
         Arc::new(Shared {
-            parts: Parts { memory, backend: Mutex::new(backend), shaders: ShaderRegistry::default() },
+            parts: Parts {
+                memory,
+                backend: Mutex::new(backend),
+                interrupts: Mutex::new(InterruptLines::new(QueueId::COUNT as usize, config.interrupt_capacity)),
+                shaders: ShaderRegistry::default(),
+            },
             sched: Mutex::new(sched),
+            driver: Mutex::new(()),
             work: Condvar::new(),
             changed: Condvar::new(),
             changes: AtomicU64::new(0),
@@ -426,13 +332,14 @@ where
             spinning: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
             lost: AtomicBool::new(false),
-            stall_tx,
-            stall_rx,
+            stalls: StallLine::new(),
             settings: WorkerSettings {
                 spin: config.worker_spin,
                 host_spin: config.host_spin,
+                stall_report_delay: config.stall_report_delay,
                 stall_timeout: config.stall_timeout,
             },
+            workers: Mutex::new(Vec::new()),
         })
     }
 
@@ -440,7 +347,7 @@ where
     /// interleaving (see the module documentation).
     pub fn deterministic(memory: M, backend: B, config: GpuConfig) -> Self {
         let shared = Self::build(memory, backend, &config, false);
-        Self { shared, control: None, next_id: AtomicU64::new(0) }
+        Self { shared, next_id: AtomicU64::new(0), threaded: false, workers: 0 }
     }
 
     /// A GPU with a pool of [`GpuConfig::workers`] threads that run queues
@@ -451,26 +358,28 @@ where
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
         };
-        let mut control = Control { shared: Arc::clone(&shared), workers: Vec::with_capacity(count) };
+        // Made before the first worker starts: a failed spawn stops (and
+        // joins) the ones already started when it is dropped.
+        let gpu = Self { shared: Arc::clone(&shared), next_id: AtomicU64::new(0), threaded: true, workers: count };
         for i in 0..count {
             let shared = Arc::clone(&shared);
             let worker = std::thread::Builder::new()
                 .name(format!("pm4-gpu-{i}"))
                 .spawn(move || worker::run(shared))
                 .map_err(|e| GpuError::Spawn(e.to_string()))?;
-            control.workers.push(worker);
+            gpu.shared.workers.lock().push(worker);
         }
-        Ok(Self { shared, control: Some(control), next_id: AtomicU64::new(0) })
+        Ok(gpu)
     }
 
     /// True for a GPU made by [`Gpu::threaded`].
     pub fn is_threaded(&self) -> bool {
-        self.control.is_some()
+        self.threaded
     }
 
     /// Worker threads (0 in deterministic mode).
     pub fn workers(&self) -> usize {
-        self.control.as_ref().map_or(0, |c| c.workers.len())
+        self.workers
     }
 
     fn closed(&self) -> Option<GpuError> {
@@ -483,6 +392,10 @@ where
         }
     }
 
+    fn check_open(&self) -> Result<(), GpuError> {
+        self.closed().map_or(Ok(()), Err)
+    }
+
     /// The guest memory the GPU works on (shared: reads and writes through
     /// it go straight to guest memory; tell the GPU about writes with
     /// [`Gpu::notify_host_write`]).
@@ -490,18 +403,77 @@ where
         &self.shared.parts.memory
     }
 
+    /// Stops the GPU (see "Shutdown" in the module documentation): work not
+    /// completed ends with [`GpuError::ShutDown`], every waiting host thread
+    /// wakes, the interrupt and stall channels close, and the workers are
+    /// joined (unless called from one of this GPU's callbacks, where they
+    /// stop on their own). Idempotent; any thread, any time. Later calls
+    /// that give the GPU work answer [`GpuError::ShutDown`].
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::{Duration, Instant};
+    /// use pm4core::backend::{NullBackend, QueueId};
+    /// use pm4core::gpu::{Gpu, GpuConfig, GpuError};
+    /// use pm4core::memory::FlatMemory;
+    ///
+    /// let gpu = Arc::new(Gpu::threaded(FlatMemory::new(0, 1 << 16).unwrap(), NullBackend, GpuConfig::default()).unwrap());
+    /// let waiter = {
+    ///     let gpu = Arc::clone(&gpu);
+    ///     std::thread::spawn(move || gpu.wait_interrupt(QueueId::GRAPHICS, Duration::from_secs(30)))
+    /// };
+    /// std::thread::sleep(Duration::from_millis(10));
+    /// let start = Instant::now();
+    /// gpu.shutdown();
+    /// assert_eq!(waiter.join().unwrap(), Err(GpuError::ShutDown));
+    /// assert!(start.elapsed() < Duration::from_secs(5));
+    /// assert_eq!(gpu.submit(QueueId::GRAPHICS, 0, 4).unwrap_err(), GpuError::ShutDown);
+    /// gpu.shutdown(); // again: nothing more to do
+    /// ```
+    pub fn shutdown(&self) {
+        let shared = &*self.shared;
+        shared.stop.store(true, Ordering::Release);
+        {
+            let mut sched = shared.sched.lock();
+            sched.cancel_all(&GpuError::ShutDown);
+            // Under the lock: no worker is between its stop check and its wait.
+            shared.work.notify_all();
+        }
+        shared.parts.interrupts.lock().close();
+        shared.stalls.close();
+        shared.announce_change();
+        // From inside a slice (a callback), joining would wait for this very
+        // thread, or for a worker whose callback waits for it.
+        if reentry::in_slice(shared.id()).is_some() {
+            return;
+        }
+        let workers = std::mem::take(&mut *shared.workers.lock());
+        let me = std::thread::current().id();
+        for worker in workers {
+            if worker.thread().id() != me {
+                // A worker that died of a bug already cancelled the pending work.
+                let _ = worker.join();
+            }
+        }
+    }
+
     /// Submits `size_dw` dwords of PM4 packets at `address` to `queue`. The
     /// submission starts after every earlier submission to that queue.
+    ///
+    /// The command buffer is checked first: `address` dword-aligned, the
+    /// buffer inside the 48-bit space and mapped (for an empty one, its
+    /// first dword); otherwise [`GpuError::InvalidSubmission`] says which
+    /// and nothing runs. Every call takes the next [`SubmissionId`],
+    /// refused or not, so ids count the host's submissions.
     pub fn submit(&self, queue: QueueId, address: u64, size_dw: u32) -> Result<Submission, GpuError> {
         let index = queue_index(queue)?;
-        if let Some(error) = self.closed() {
-            return Err(error);
-        }
+        self.check_open()?;
         let id = SubmissionId(self.next_id.fetch_add(1, Ordering::Relaxed));
+        self.check_submission(queue, address, size_dw)?;
         let slot = Slot::new(self.shared.settings.host_spin);
         let sub = PendingSubmission { id, queue: index, address, size_dw, slot: Arc::clone(&slot) };
         let mut sched = self.shared.sched.lock();
-        if self.is_threaded() {
+        if self.threaded {
             sched.enqueue(sub);
             drop(sched);
             self.shared.offer_work(false);
@@ -509,6 +481,22 @@ where
             sched.push(HostOp::Submit(sub));
         }
         Ok(Submission { id, queue, slot })
+    }
+
+    fn check_submission(&self, queue: QueueId, address: u64, size_dw: u32) -> Result<(), GpuError> {
+        let refuse = |source| Err(GpuError::InvalidSubmission { queue, address, size_dw, source });
+        if address % 4 != 0 {
+            return refuse(MemoryError::Misaligned { address });
+        }
+        // An empty buffer still names a place: its first dword.
+        let len = (u64::from(size_dw) * 4).max(4);
+        if let Err(source) = check_range(address, len) {
+            return refuse(source);
+        }
+        if !self.shared.parts.memory.is_mapped(address, len) {
+            return refuse(MemoryError::Unmapped { address, len });
+        }
+        Ok(())
     }
 
     fn check_host_range(&self, address: u64, len: u64) -> Result<(), GpuError> {
@@ -533,9 +521,10 @@ where
     /// once). A range outside the 48-bit space or not mapped is an error at
     /// once.
     pub fn write_memory(&self, address: u64, bytes: &[u8]) -> Result<HostWrite, GpuError> {
+        self.check_open()?;
         let len = bytes.len() as u64;
         self.check_host_range(address, len)?;
-        if self.is_threaded() {
+        if self.threaded {
             let written = self.shared.parts.memory.write_bytes(address, bytes);
             let mut sched = self.shared.sched.lock();
             sched.stats.host_writes += 1;
@@ -586,14 +575,25 @@ where
     /// are dropped at every slice's start: a queue that resumes (or next
     /// runs) after this call runs the dwords as the CPU rewrote them; a
     /// write racing with a running slice may or may not be seen by it, as
-    /// on hardware. Returns how many queues woke.
+    /// on hardware. Returns how many queues woke. Notification is by guest
+    /// address (see "Host writes" in the module documentation).
     ///
     /// A range outside the 48-bit space, wrapping, or not mapped is an
     /// error and changes nothing.
     pub fn notify_host_write(&self, address: u64, len: u64) -> Result<usize, GpuError> {
+        self.check_open()?;
         self.check_host_range(address, len)?;
         self.shared.sched.lock().stats.host_notifications += 1;
         Ok(self.invalidate(address, len))
+    }
+
+    /// Deterministic mode: the scheduler, with this thread the GPU's only
+    /// driver (another driving thread is waited for).
+    fn drive(&self, call: &'static str) -> Result<(MutexGuard<'_, ()>, MutexGuard<'_, Sched>), GpuError> {
+        reentry::refuse_in_slice(self.shared.id(), call, "it would run slices inside the slice that called it")?;
+        self.check_open()?;
+        let driver = self.shared.driver.lock();
+        Ok((driver, self.shared.sched.lock()))
     }
 
     /// Runs until no queue can run and every host operation made before
@@ -601,12 +601,14 @@ where
     /// [`RunStatus::Stalled`] with the report.
     ///
     /// Deterministic mode: runs on the caller's thread. Threaded mode:
-    /// blocks until the workers reach that point.
+    /// blocks until the workers reach that point. Not from a callback of
+    /// this GPU ([`GpuError::CalledFromCallback`]).
     pub fn run_until_stalled(&self) -> Result<RunStatus, GpuError> {
-        let mut sched = self.shared.sched.lock();
-        if !self.is_threaded() {
+        if !self.threaded {
+            let (_driver, mut sched) = self.drive("run_until_stalled")?;
             loop {
-                match step(&self.shared.parts, &mut sched) {
+                self.check_open()?;
+                match step(&self.shared, &mut sched) {
                     Step::Ran => {}
                     Step::Idle => return Ok(RunStatus::Idle),
                     Step::Stalled => {
@@ -616,6 +618,12 @@ where
                 }
             }
         }
+        reentry::refuse_in_slice(
+            self.shared.id(),
+            "run_until_stalled",
+            "the GPU cannot become quiet while the calling slice runs",
+        )?;
+        let mut sched = self.shared.sched.lock();
         // `None`: a spin too long to reach an end (it never ends).
         let spin_until = Instant::now().checked_add(self.shared.settings.host_spin);
         loop {
@@ -623,7 +631,6 @@ where
                 return Err(error);
             }
             if sched.quiescent() {
-                self.shared.note_stall(&mut sched);
                 return Ok(match sched.stall_report() {
                     Some(report) => RunStatus::Stalled(report),
                     None => RunStatus::Idle,
@@ -668,32 +675,32 @@ where
     /// use pm4core::backend::{NullBackend, QueueId};
     /// use pm4core::gpu::{Gpu, GpuConfig, GpuError};
     /// use pm4core::memory::{GuestMemory, SparseMemory};
-    /// use pm4core::packet::{Header, Opcode};
+    /// use pm4core::packet::body::CompareFunction;
+    /// use pm4core::packet::builder::CommandBuffer;
     ///
     /// let memory = SparseMemory::new();
     /// memory.map_zeroed(0, 0x10000).unwrap();
-    /// // WAIT_REG_MEM: memory 0x8000 == 1.
-    /// let cmd = [Header::type3(Opcode::WAIT_REG_MEM, 6).0, 0x13, 0x8000, 0, 1, 0xFFFF_FFFF, 4];
-    /// for (i, dword) in cmd.iter().enumerate() {
-    ///     memory.write_u32(0x1000 + 4 * i as u64, *dword).unwrap();
-    /// }
+    /// let mut cb = CommandBuffer::new();
+    /// cb.wait_mem(0x8000, CompareFunction::Equal, 1, u32::MAX).unwrap();
+    /// memory.write_bytes(0x1000, &cb.to_bytes()).unwrap();
     /// let gpu = Gpu::deterministic(memory, NullBackend, GpuConfig::default());
-    /// let done = gpu.submit(QueueId::GRAPHICS, 0x1000, cmd.len() as u32).unwrap();
+    /// let done = gpu.submit(QueueId::GRAPHICS, 0x1000, cb.len_dw()).unwrap();
     /// // Nothing else drives this GPU: the wait would stall for ever.
     /// assert!(matches!(gpu.run_until_complete(&done), Err(GpuError::Deadlock(_))));
     /// gpu.write_memory(0x8000, &1u32.to_le_bytes()).unwrap();
     /// assert_eq!(gpu.run_until_complete(&done).unwrap().waits, 1);
     /// ```
     pub fn run_until_complete(&self, submission: &Submission) -> Result<SubmissionReport, GpuError> {
-        if self.is_threaded() {
+        if self.threaded {
             return submission.wait();
         }
-        let mut sched = self.shared.sched.lock();
+        let (_driver, mut sched) = self.drive("run_until_complete")?;
         loop {
             if let Some(result) = submission.poll() {
                 return result;
             }
-            match step(&self.shared.parts, &mut sched) {
+            self.check_open()?;
+            match step(&self.shared, &mut sched) {
                 Step::Ran => {}
                 Step::Idle => return submission.poll().unwrap_or(Err(GpuError::Pending)),
                 Step::Stalled => {
@@ -709,220 +716,18 @@ where
     /// call is no step). [`RunStatus::Running`] when work is left that can
     /// run.
     pub fn run_slices(&self, max_slices: u64) -> Result<RunStatus, GpuError> {
-        if self.is_threaded() {
+        if self.threaded {
             return Err(GpuError::WrongMode { call: "run_slices", mode: "deterministic" });
         }
-        let mut sched = self.shared.sched.lock();
+        let (_driver, mut sched) = self.drive("run_slices")?;
         for _ in 0..max_slices {
-            match step(&self.shared.parts, &mut sched) {
+            self.check_open()?;
+            match step(&self.shared, &mut sched) {
                 Step::Ran => {}
                 Step::Idle => return Ok(RunStatus::Idle),
                 Step::Stalled => return Ok(RunStatus::Stalled(sched.stall_report().unwrap_or_default())),
             }
         }
         Ok(sched.run_status())
-    }
-
-    /// The current stall, if every queue with work is suspended, no slice
-    /// runs and no host operation is pending (a snapshot).
-    pub fn stall_report(&self) -> Option<StallReport> {
-        self.shared.sched.lock().stall_report()
-    }
-
-    /// The channel on which threaded mode reports each stall once (bounded:
-    /// reports the host does not read are dropped when 64 are waiting).
-    pub fn stall_reports(&self) -> Receiver<StallReport> {
-        self.shared.stall_rx.clone()
-    }
-
-    /// The embedder decides that the current stall will not resolve: every
-    /// suspended submission fails with [`GpuError::Deadlock`] (its queue goes
-    /// on with its next submission). Returns the report, or `None` when the
-    /// GPU is not stalled.
-    pub fn declare_deadlock(&self) -> Option<StallReport> {
-        let report = self.shared.sched.lock().declare_deadlock();
-        if report.is_some() {
-            self.shared.offer_work(true);
-            self.shared.announce_change();
-        }
-        report
-    }
-
-    /// Stops the submission `queue` is running (between packets; at the end
-    /// of the slice if one runs); its handle completes with
-    /// [`GpuError::Aborted`] and the queue goes on with its next submission.
-    /// Returns the aborted submission, if one was running.
-    pub fn abort(&self, queue: QueueId) -> Result<Option<SubmissionId>, GpuError> {
-        let index = queue_index(queue)?;
-        let aborted = self.shared.sched.lock().abort(index);
-        self.shared.offer_work(false);
-        Ok(aborted)
-    }
-
-    /// The host's receiver of `queue`'s interrupts (a clone: receivers share
-    /// one channel, each interrupt goes to one of them).
-    pub fn interrupts(&self, queue: QueueId) -> Result<Receiver<Interrupt>, GpuError> {
-        let index = queue_index(queue)?;
-        self.shared.parts.backend.lock().receiver(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })
-    }
-
-    /// The next interrupt of `queue`, waiting at most `timeout`; `None` when
-    /// none came.
-    pub fn wait_interrupt(&self, queue: QueueId, timeout: Duration) -> Result<Option<Interrupt>, GpuError> {
-        let rx = self.interrupts(queue)?;
-        match rx.recv_timeout(timeout) {
-            Ok(interrupt) => Ok(Some(interrupt)),
-            Err(RecvTimeoutError::Timeout) => Ok(None),
-            Err(RecvTimeoutError::Disconnected) => Err(GpuError::ShutDown),
-        }
-    }
-
-    /// Guest memory for set-up (map regions as a trace declares them, write
-    /// many things at once). The GPU cannot see what changed, so afterwards
-    /// every decoded shader container is dropped and every suspended queue
-    /// re-checks its wait. Acts at once: a replayer that must act exactly at
-    /// a trace position calls [`Gpu::run_until_stalled`] first.
-    pub fn with_memory<R>(&self, f: impl FnOnce(&M) -> R) -> R {
-        let result = f(&self.shared.parts.memory);
-        self.host_changed_everything();
-        result
-    }
-
-    fn host_changed_everything(&self) {
-        self.shared.parts.shaders.invalidate_all();
-        let woken = self.shared.sched.lock().wake_all();
-        if woken > 0 {
-            self.shared.offer_work(true);
-        }
-    }
-
-    /// Guest memory, read-only; wakes nothing.
-    pub fn with_memory_ref<R>(&self, f: impl FnOnce(&M) -> R) -> R {
-        f(&self.shared.parts.memory)
-    }
-
-    /// The backend (the user's), between two backend calls. Queues with a
-    /// backend of their own ([`Backend::queue_backend`]) call that one
-    /// instead; it is not reachable here.
-    pub fn with_backend<R>(&self, f: impl FnOnce(&mut B) -> R) -> R {
-        f(&mut self.shared.parts.backend.lock().inner)
-    }
-
-    /// The shader registry.
-    pub fn with_shaders<R>(&self, f: impl FnOnce(&ShaderRegistry) -> R) -> R {
-        f(&self.shared.parts.shaders)
-    }
-
-    /// Memory, backend and shader registry at once (for example to create a
-    /// shader, which reads and patches memory). Every suspended queue is
-    /// re-checked afterwards, and decoded containers other than those the
-    /// closure registered are dropped.
-    pub fn with_shared<R>(&self, f: impl FnOnce(&M, &mut B, &ShaderRegistry) -> R) -> R {
-        let parts = &self.shared.parts;
-        let result = f(&parts.memory, &mut parts.backend.lock().inner, &parts.shaders);
-        let woken = self.shared.sched.lock().wake_all();
-        if woken > 0 {
-            self.shared.offer_work(true);
-        }
-        result
-    }
-
-    /// The scheduler with `queue`'s processor at home (waiting for a slice
-    /// that has it to end).
-    fn queue_home(&self, index: usize) -> MutexGuard<'_, Sched> {
-        let mut sched = self.shared.sched.lock();
-        while sched.queues.get(index).is_some_and(|q| q.processor.is_out()) {
-            sched.processor_waiters += 1;
-            self.shared.changed.wait(&mut sched);
-            sched.processor_waiters -= 1;
-        }
-        sched
-    }
-
-    /// A look at `queue`'s processor (registers, stats, execution state),
-    /// between two of its slices.
-    pub fn with_processor<R>(&self, queue: QueueId, f: impl FnOnce(&Processor) -> R) -> Result<R, GpuError> {
-        let index = queue_index(queue)?;
-        let mut sched = self.queue_home(index);
-        let q = sched.queues.get_mut(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
-        let processor = q.processor.get_mut().ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
-        Ok(f(processor))
-    }
-
-    /// A look at `queue`'s processor and the guest memory together, between
-    /// two of its slices: what a per-packet observer reads.
-    pub fn with_processor_and_memory<R>(
-        &self,
-        queue: QueueId,
-        f: impl FnOnce(&Processor, &M) -> R,
-    ) -> Result<R, GpuError> {
-        let index = queue_index(queue)?;
-        let mut sched = self.queue_home(index);
-        let q = sched.queues.get_mut(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
-        let processor = q.processor.get_mut().ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
-        Ok(f(processor, &self.shared.parts.memory))
-    }
-
-    /// `queue`'s register file, for host-side set-up, between two of its
-    /// slices; the queue re-checks a wait afterwards.
-    pub fn with_registers_mut<R>(&self, queue: QueueId, f: impl FnOnce(&mut RegisterFile) -> R) -> Result<R, GpuError> {
-        let index = queue_index(queue)?;
-        let mut sched = self.queue_home(index);
-        let q = sched.queues.get_mut(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
-        let processor = q.processor.get_mut().ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
-        let result = f(processor.registers_mut());
-        // UCONFIG registers are GPU-wide: what the host changed is seen by
-        // every queue, and their waits are checked again.
-        processor.publish_host_registers();
-        let woke = sched.wake_queue(index) | (sched.wake_uconfig_watchers() > 0);
-        drop(sched);
-        if woke {
-            self.shared.offer_work(false);
-        }
-        Ok(result)
-    }
-
-    /// `queue`'s processor counters.
-    pub fn processor_stats(&self, queue: QueueId) -> Result<ProcessorStats, GpuError> {
-        let index = queue_index(queue)?;
-        let sched = self.queue_home(index);
-        let q = sched.queues.get(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })?;
-        // A queue never used has no processor yet: all counters are zero.
-        Ok(q.processor.get().map(|p| p.stats().clone()).unwrap_or_default())
-    }
-
-    /// What `queue` is doing.
-    pub fn queue_status(&self, queue: QueueId) -> Result<QueueStatus, GpuError> {
-        let index = queue_index(queue)?;
-        self.shared.sched.lock().queue_status(index).ok_or(GpuError::QueueOutOfRange { queue: queue.0 })
-    }
-
-    /// The GPU-wide state every queue shares: the UCONFIG registers and the
-    /// global data share. Reads are atomic; they may run while queues do.
-    pub fn global(&self) -> Arc<GlobalState> {
-        Arc::clone(&self.shared.sched.lock().global)
-    }
-
-    /// The GPU's counters.
-    pub fn stats(&self) -> GpuStats {
-        let (interrupts, dropped) = {
-            let tap = self.shared.parts.backend.lock();
-            (tap.interrupts, tap.dropped)
-        };
-        GpuStats { interrupts, interrupts_dropped: dropped, ..self.shared.sched.lock().stats }
-    }
-
-    /// Stops the GPU (pending work completes with [`GpuError::ShutDown`], as
-    /// on drop) and gives back memory, backend and shader registry.
-    pub fn into_parts(self) -> Result<GpuParts<M, B>, GpuError> {
-        let Gpu { shared, control, .. } = self;
-        // Stops and joins the workers, which cancels what is pending.
-        drop(control);
-        let shared = Arc::try_unwrap(shared).map_err(|_| GpuError::WorkerLost)?;
-        let Shared { parts, sched, .. } = shared;
-        // Cancels what is pending (deterministic mode).
-        drop(sched);
-        let Parts { memory, backend, shaders } = parts;
-        Ok(GpuParts { memory, backend: backend.into_inner().inner, shaders })
     }
 }

@@ -1,14 +1,17 @@
 //! The scheduler's taps on the processors' effects: guest-memory writes are
 //! noted (so suspended queues are re-checked only when memory they watch may
-//! have changed) and interrupts are copied to per-queue channels.
+//! have changed), interrupts are copied to per-queue channels, and every
+//! call into the embedder's memory and backend is guarded, so a panic in
+//! either is told as what it was.
 
-use crossbeam_channel::{Receiver, Sender};
 use parking_lot::{Mutex, MutexGuard};
 
-use crate::backend::{Backend, Call, Fence, Forward, QueueId};
-use crate::memory::{GuestMemory, ObservedMemory, WriteObserver};
+use crate::backend::{Backend, Call, Forward, QueueId};
+use crate::memory::{GuestMemory, LentDwords, MemoryError, ObservedMemory, WriteObserver};
 
 use super::handle::SubmissionId;
+use super::reentry::{guarded, PanicSite};
+use super::signal::InterruptLines;
 
 /// Most ranges a [`WriteLog`] keeps before it says "anything may have changed".
 const MAX_RANGES: usize = 32;
@@ -81,12 +84,75 @@ impl WriteLog {
     }
 }
 
-/// Guest memory that notes every write in a [`WriteLog`].
-pub(crate) type Tracked<'a, M> = ObservedMemory<'a, M, Mutex<&'a mut WriteLog>>;
+/// Guest memory that notes every write in a [`WriteLog`], with every call
+/// into the embedder's memory guarded.
+pub(crate) type Tracked<'a, M> = ObservedMemory<'a, Guarded<'a, M>, Mutex<&'a mut WriteLog>>;
 
-impl<'a, M: GuestMemory + ?Sized> Tracked<'a, M> {
-    pub(crate) fn new(inner: &'a M, log: &'a mut WriteLog) -> Self {
-        ObservedMemory { inner, observer: Mutex::new(log) }
+/// Makes the memory a slice sees: `memory` guarded, writes noted in `log`.
+pub(crate) fn tracked<'a, M: GuestMemory + ?Sized>(guard: &'a Guarded<'a, M>, log: &'a mut WriteLog) -> Tracked<'a, M> {
+    ObservedMemory { inner: guard, observer: Mutex::new(log) }
+}
+
+/// The embedder's guest memory with each call guarded: a panic inside it
+/// is reported as the memory's ([`PanicSite::Memory`]).
+pub(crate) struct Guarded<'a, M: ?Sized>(pub(crate) &'a M);
+
+impl<M: GuestMemory + ?Sized> GuestMemory for Guarded<'_, M> {
+    #[inline]
+    fn read_bytes(&self, address: u64, out: &mut [u8]) -> Result<(), MemoryError> {
+        guarded(PanicSite::Memory, || self.0.read_bytes(address, out))
+    }
+    #[inline]
+    fn write_bytes(&self, address: u64, data: &[u8]) -> Result<(), MemoryError> {
+        guarded(PanicSite::Memory, || self.0.write_bytes(address, data))
+    }
+    #[inline]
+    fn is_mapped(&self, address: u64, len: u64) -> bool {
+        guarded(PanicSite::Memory, || self.0.is_mapped(address, len))
+    }
+    #[inline]
+    fn read_u32(&self, address: u64) -> Result<u32, MemoryError> {
+        guarded(PanicSite::Memory, || self.0.read_u32(address))
+    }
+    #[inline]
+    fn read_u64(&self, address: u64) -> Result<u64, MemoryError> {
+        guarded(PanicSite::Memory, || self.0.read_u64(address))
+    }
+    #[inline]
+    fn write_u32(&self, address: u64, value: u32) -> Result<(), MemoryError> {
+        guarded(PanicSite::Memory, || self.0.write_u32(address, value))
+    }
+    #[inline]
+    fn write_u64(&self, address: u64, value: u64) -> Result<(), MemoryError> {
+        guarded(PanicSite::Memory, || self.0.write_u64(address, value))
+    }
+    #[inline]
+    fn compare_exchange_u32(&self, address: u64, current: u32, new: u32) -> Result<Result<u32, u32>, MemoryError> {
+        guarded(PanicSite::Memory, || self.0.compare_exchange_u32(address, current, new))
+    }
+    #[inline]
+    fn compare_exchange_u64(&self, address: u64, current: u64, new: u64) -> Result<Result<u64, u64>, MemoryError> {
+        guarded(PanicSite::Memory, || self.0.compare_exchange_u64(address, current, new))
+    }
+    #[inline]
+    fn read_dwords(&self, address: u64, out: &mut [u32]) -> Result<(), MemoryError> {
+        guarded(PanicSite::Memory, || self.0.read_dwords(address, out))
+    }
+    fn atomic_update_u32(&self, address: u64, update: &mut dyn FnMut(u32) -> u32) -> Result<u32, MemoryError> {
+        guarded(PanicSite::Memory, || self.0.atomic_update_u32(address, update))
+    }
+    fn atomic_update_u64(&self, address: u64, update: &mut dyn FnMut(u64) -> u64) -> Result<u64, MemoryError> {
+        guarded(PanicSite::Memory, || self.0.atomic_update_u64(address, update))
+    }
+    fn fill(&self, address: u64, len: u64, pattern: u32) -> Result<(), MemoryError> {
+        guarded(PanicSite::Memory, || self.0.fill(address, len, pattern))
+    }
+    fn copy(&self, dst: u64, src: u64, len: u64) -> Result<(), MemoryError> {
+        guarded(PanicSite::Memory, || self.0.copy(dst, src, len))
+    }
+    #[inline]
+    fn lend_dwords(&self, address: u64, max_dw: usize) -> Option<LentDwords> {
+        guarded(PanicSite::Memory, || self.0.lend_dwords(address, max_dw))
     }
 }
 
@@ -94,82 +160,6 @@ impl WriteObserver for Mutex<&mut WriteLog> {
     #[inline]
     fn wrote(&self, address: u64, len: u64) {
         self.lock().record(address, len);
-    }
-}
-
-/// A release with an interrupt select (RELEASE_MEM, EVENT_WRITE_EOP) as the
-/// host sees it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Interrupt {
-    /// Position among all interrupts of this GPU (every queue), from 0: the
-    /// completion order.
-    pub sequence: u64,
-    /// The submission whose packet raised it.
-    pub submission: SubmissionId,
-    /// The fence, as the backend received it (`fence.queue` is the queue).
-    pub fence: Fence,
-}
-
-/// One queue's interrupt channel: unbounded (allocated as it fills) but
-/// kept to `capacity` entries. The tap holds a receiver too, so a full
-/// channel drops its oldest entry instead of blocking the scheduler.
-struct InterruptLine {
-    tx: Sender<Interrupt>,
-    rx: Receiver<Interrupt>,
-}
-
-/// The user's backend and the interrupt channels, behind the GPU's backend
-/// lock.
-pub(crate) struct Tap<B> {
-    pub(crate) inner: B,
-    /// Created by the queue's first interrupt or the host's first request.
-    lines: Vec<Option<InterruptLine>>,
-    capacity: usize,
-    pub(crate) interrupts: u64,
-    pub(crate) dropped: u64,
-}
-
-impl<B: Backend> Tap<B> {
-    /// A tap with one channel of `capacity` (at least 1) per queue, each
-    /// created when first needed.
-    pub(crate) fn new(inner: B, queues: usize, capacity: usize) -> Self {
-        let mut lines = Vec::new();
-        lines.resize_with(queues, || None);
-        let capacity = capacity.max(1);
-        Self { inner, lines, capacity, interrupts: 0, dropped: 0 }
-    }
-
-    fn line(&mut self, queue: usize) -> Option<&InterruptLine> {
-        let slot = self.lines.get_mut(queue)?;
-        Some(slot.get_or_insert_with(|| {
-            let (tx, rx) = crossbeam_channel::unbounded();
-            InterruptLine { tx, rx }
-        }))
-    }
-
-    /// The host's receiver of `queue`'s interrupts.
-    pub(crate) fn receiver(&mut self, queue: usize) -> Option<Receiver<Interrupt>> {
-        self.line(queue).map(|l| l.rx.clone())
-    }
-
-    fn raise(&mut self, fence: &Fence, submission: SubmissionId) {
-        let (capacity, sequence) = (self.capacity, self.interrupts);
-        let mut dropped = 0;
-        let Some(line) = self.line(fence.queue.0 as usize) else {
-            return;
-        };
-        let interrupt = Interrupt { sequence, submission, fence: *fence };
-        // The host may take entries meanwhile; it never adds any.
-        while line.tx.len() >= capacity {
-            if line.rx.try_recv().is_err() {
-                break;
-            }
-            dropped += 1;
-        }
-        // The tap holds a receiver, so the channel is never disconnected.
-        let _ = line.tx.try_send(interrupt);
-        self.interrupts += 1;
-        self.dropped += dropped;
     }
 }
 
@@ -188,13 +178,20 @@ pub(crate) enum QueueBackend {
 
 impl QueueBackend {
     /// Asks the GPU's backend, once, where `queue`'s calls go.
-    pub(crate) fn settle<B: Backend>(&mut self, tap: &Mutex<Tap<B>>, queue: QueueId) {
+    pub(crate) fn settle<B: Backend>(&mut self, backend: &Mutex<B>, queue: QueueId) {
         if let QueueBackend::Unasked = self {
-            *self = match tap.lock().inner.queue_backend(queue) {
+            let own = guarded(PanicSite::Backend, || backend.lock().queue_backend(queue));
+            *self = match own {
                 Some(own) => QueueBackend::Own(own),
                 None => QueueBackend::Shared,
             };
         }
+    }
+
+    /// True when the queue's calls go to the GPU's shared backend (or it
+    /// has not been asked yet, which takes that backend's lock).
+    pub(crate) fn is_shared(&self) -> bool {
+        !matches!(self, QueueBackend::Own(_))
     }
 }
 
@@ -203,38 +200,43 @@ impl QueueBackend {
 /// each call only, so queues on other workers call it in between;
 /// deterministic mode: held for the whole slice, as no other slice runs);
 /// fences with an interrupt select are copied to the interrupt channels,
-/// tagged with the running submission.
+/// tagged with the running submission. Every call is guarded, so a panic
+/// in it is reported as the backend's.
 pub(crate) struct SliceBackend<'a, B> {
     target: SliceTarget<'a, B>,
+    interrupts: &'a Mutex<InterruptLines>,
+    queue: usize,
     submission: SubmissionId,
 }
 
 /// Where a [`SliceBackend`]'s calls go.
 enum SliceTarget<'a, B> {
-    /// The queue's own backend; the GPU's (for interrupts) locked per call.
-    Own(&'a mut (dyn Backend + Send + 'static), &'a Mutex<Tap<B>>),
+    /// The queue's own backend.
+    Own(&'a mut (dyn Backend + Send + 'static)),
     /// The GPU's backend, locked per call.
-    Shared(&'a Mutex<Tap<B>>),
+    Shared(&'a Mutex<B>),
     /// The GPU's backend, locked until the slice ends.
-    Held(MutexGuard<'a, Tap<B>>),
+    Held(MutexGuard<'a, B>),
 }
 
 impl<'a, B: Backend> SliceBackend<'a, B> {
     /// The slice's view of `own` (the queue's backend, if it has one) or of
-    /// the GPU's backend in `tap`; with `hold`, the GPU's backend is locked
-    /// until the slice backend is dropped.
+    /// the GPU's `backend`; with `hold`, the GPU's backend is locked until
+    /// the slice backend is dropped.
     pub(crate) fn new(
-        tap: &'a Mutex<Tap<B>>,
+        backend: &'a Mutex<B>,
         own: Option<&'a mut (dyn Backend + Send + 'static)>,
         hold: bool,
+        interrupts: &'a Mutex<InterruptLines>,
+        queue: usize,
         submission: SubmissionId,
     ) -> Self {
         let target = match own {
-            Some(own) => SliceTarget::Own(own, tap),
-            None if hold => SliceTarget::Held(tap.lock()),
-            None => SliceTarget::Shared(tap),
+            Some(own) => SliceTarget::Own(own),
+            None if hold => SliceTarget::Held(backend.lock()),
+            None => SliceTarget::Shared(backend),
         };
-        Self { target, submission }
+        Self { target, interrupts, queue, submission }
     }
 }
 
@@ -243,21 +245,18 @@ impl<'a, B: Backend + 'a> Forward for SliceBackend<'a, B> {
 
     #[inline]
     fn forward<R>(&mut self, _queue: QueueId, call: impl FnOnce(&mut Self::Target) -> R) -> Option<R> {
-        Some(match &mut self.target {
-            SliceTarget::Own(own, _) => call(&mut **own),
-            SliceTarget::Shared(tap) => call(&mut tap.lock().inner),
-            SliceTarget::Held(tap) => call(&mut tap.inner),
-        })
+        Some(guarded(PanicSite::Backend, || match &mut self.target {
+            SliceTarget::Own(own) => call(&mut **own),
+            SliceTarget::Shared(backend) => call(&mut *backend.lock()),
+            SliceTarget::Held(backend) => call(&mut **backend),
+        }))
     }
 
     #[inline]
     fn forwarded(&mut self, call: Call<'_>) {
         if let Call::Fence(fence) = call {
             if fence.interrupt {
-                match &mut self.target {
-                    SliceTarget::Own(_, tap) | SliceTarget::Shared(tap) => tap.lock().raise(fence, self.submission),
-                    SliceTarget::Held(tap) => tap.raise(fence, self.submission),
-                }
+                self.interrupts.lock().raise(self.queue, fence, self.submission);
             }
         }
     }

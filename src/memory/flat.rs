@@ -14,7 +14,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{check_range, GuestMemory, MemoryError};
+use super::{check_access, check_range, GuestMemory, MemoryError};
 
 /// Guest memory made of one zero-initialised host allocation of `len` bytes
 /// mapped at guest address `base`; everything else is unmapped.
@@ -90,10 +90,14 @@ impl FlatMemory {
         self.len == 0
     }
 
-    /// Offset of `[address, address + len)` from the base, if all mapped.
+    /// Offset of `[address, address + len)` from the base, if all mapped
+    /// (a zero-length access anywhere in the 48-bit space: offset 0).
     #[inline]
     fn offset(&self, address: u64, len: u64) -> Result<u64, MemoryError> {
-        let end = check_range(address, len)?;
+        let end = check_access(address, len)?;
+        if len == 0 {
+            return Ok(0);
+        }
         if address < self.base || end > self.base + self.len {
             return Err(MemoryError::Unmapped { address, len });
         }
@@ -222,6 +226,38 @@ impl GuestMemory for FlatMemory {
         }
         self.word(offset / 8)?.store(value, Ordering::Release);
         Ok(())
+    }
+
+    fn compare_exchange_u32(&self, address: u64, current: u32, new: u32) -> Result<Result<u32, u32>, MemoryError> {
+        let offset = self.offset(address, 4)?;
+        if offset % 4 != 0 {
+            return Err(MemoryError::Misaligned { address });
+        }
+        let shift = (offset % 8) * 8;
+        let word = self.word(offset / 8)?;
+        let mask = 0xFFFF_FFFFu64 << shift;
+        let mut seen = word.load(Ordering::Acquire);
+        loop {
+            let value = ((seen & mask) >> shift) as u32;
+            if value != current {
+                return Ok(Err(value));
+            }
+            let replaced = (seen & !mask) | (u64::from(new) << shift);
+            match word.compare_exchange_weak(seen, replaced, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Ok(Ok(current)),
+                // The other half of the qword changed, or a spurious
+                // failure: look again.
+                Err(now) => seen = now,
+            }
+        }
+    }
+
+    fn compare_exchange_u64(&self, address: u64, current: u64, new: u64) -> Result<Result<u64, u64>, MemoryError> {
+        let offset = self.offset(address, 8)?;
+        if offset % 8 != 0 {
+            return Err(MemoryError::Misaligned { address });
+        }
+        Ok(self.word(offset / 8)?.compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire))
     }
 
     fn atomic_update_u32(&self, address: u64, update: &mut dyn FnMut(u32) -> u32) -> Result<u32, MemoryError> {

@@ -368,16 +368,16 @@ impl ProcessorState {
 /// ```
 /// use pm4core::backend::{QueueId, RecordingBackend};
 /// use pm4core::memory::{FlatMemory, GuestMemory};
+/// use pm4core::packet::body::CompareFunction;
 /// use pm4core::packet::builder::CommandBuffer;
 /// use pm4core::processor::{Env, ProcessStatus, Processor, SuspendReason};
 /// use pm4core::shader::ShaderRegistry;
 ///
 /// // The emulator's RAM; a command buffer at 0x1000 that waits until the
-/// // label at 0x2000 equals 1 (function 3 = equal), then writes 7 to 0x2004.
+/// // label at 0x2000 equals 1, then writes 7 to 0x2004.
 /// let ram = FlatMemory::new(0, 0x10000).unwrap();
-/// let commands = CommandBuffer::new()
-///     .wait_mem(0x2000, 3, 1, 0xFFFF_FFFF)
-///     .write_mem(0x2004, &[7]);
+/// let mut commands = CommandBuffer::new();
+/// commands.wait_mem(0x2000, CompareFunction::Equal, 1, 0xFFFF_FFFF).unwrap().write_mem(0x2004, &[7]).unwrap();
 /// for (i, dword) in commands.dwords().iter().enumerate() {
 ///     ram.write_u32(0x1000 + 4 * i as u64, *dword).unwrap();
 /// }

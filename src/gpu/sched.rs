@@ -1,32 +1,24 @@
-//! The scheduler: 57 queues, their submissions and waits, and the slice —
-//! one queue running a bounded number of packets — that both modes are made
-//! of. A slice has three parts: [`Sched::begin_slice`] under the scheduler
-//! lock (start the next submission, take the queue's processor out),
-//! [`run_slice`] without it (packets against the shared memory, backend and
-//! shader registry), and [`Sched::end_slice`] under the lock again (put the
-//! processor back, complete or suspend, wake the queues whose watched bytes
-//! the slice wrote). The deterministic mode runs the three back to back on
-//! the caller's thread; the threaded mode's workers release the lock for the
-//! middle part, so slices of different queues run in parallel.
+//! The scheduler: 57 queues, their submissions, the host's operations, and
+//! the bookkeeping of waits (who watches which bytes, what a polling round
+//! reads, when a stall began), all behind one lock. The slice that both
+//! modes are made of is in [`super::slice`].
 
 use std::collections::VecDeque;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
+use std::time::Instant;
 
-use parking_lot::Mutex;
 use tracing::Span;
 
-use crate::backend::{Backend, QueueId};
-use crate::memory::GuestMemory;
+use crate::backend::QueueId;
 use crate::packet::body::PollTarget;
-use crate::processor::{Env, GlobalState, Pm4Error, ProcessStatus, Processor, ProcessorConfig, SuspendReason};
-use crate::shader::ShaderRegistry;
+use crate::processor::{GlobalState, Processor, ProcessorConfig, SuspendReason};
 
+use super::config::{GpuStats, QueueStatus, RunStatus, WaitPolling};
 use super::error::{GpuError, QueueStall, StallReport};
 use super::handle::{Slot, SubmissionId, SubmissionReport};
-use super::tap::{QueueBackend, SliceBackend, Tap, Tracked, WriteLog};
+use super::poll::{PollSchedule, Probe};
+use super::tap::{QueueBackend, WriteLog};
 use super::watch::{RecentWrites, Watch, WatchIndex};
-use super::{GpuStats, QueueStatus, RunStatus};
 
 /// A submission accepted from the host, not started yet.
 pub(crate) struct PendingSubmission {
@@ -73,7 +65,7 @@ impl HostBytes {
 
 /// Processor counters when a submission started, for its report.
 #[derive(Clone, Copy)]
-struct Baseline {
+pub(crate) struct Baseline {
     packets: u64,
     dwords: u64,
     waits: u64,
@@ -83,7 +75,7 @@ struct Baseline {
 }
 
 impl Baseline {
-    fn of(p: &Processor) -> Self {
+    pub(crate) fn of(p: &Processor) -> Self {
         let s = p.stats();
         Self {
             packets: s.packets,
@@ -97,15 +89,15 @@ impl Baseline {
 }
 
 /// The submission a processor is running.
-struct Running {
-    sub: PendingSubmission,
-    span: Span,
-    base: Baseline,
-    slices: u64,
+pub(crate) struct Running {
+    pub(crate) sub: PendingSubmission,
+    pub(crate) span: Span,
+    pub(crate) base: Baseline,
+    pub(crate) slices: u64,
 }
 
 impl Running {
-    fn report(&self, p: &Processor) -> SubmissionReport {
+    pub(crate) fn report(&self, p: &Processor) -> SubmissionReport {
         let s = p.stats();
         let b = self.base;
         SubmissionReport {
@@ -139,7 +131,7 @@ fn memory_watch(reason: &SuspendReason) -> Option<Watch> {
     }
 }
 
-fn watch_for(reason: &SuspendReason, processor: &Processor) -> Watch {
+pub(crate) fn watch_for(reason: &SuspendReason, processor: &Processor) -> Watch {
     if let Some(watch) = memory_watch(reason) {
         return watch;
     }
@@ -189,23 +181,23 @@ impl LazyProcessor {
         self.out
     }
 
-    fn take(&mut self) -> Option<Box<Processor>> {
+    pub(crate) fn take(&mut self) -> Option<Box<Processor>> {
         self.get_mut()?;
         let taken = self.inner.take();
         self.out = taken.is_some();
         taken
     }
 
-    fn put(&mut self, processor: Box<Processor>) {
+    pub(crate) fn put(&mut self, processor: Box<Processor>) {
         self.inner = Some(processor);
         self.out = false;
     }
 
-    fn queue(&self) -> QueueId {
+    pub(crate) fn queue(&self) -> QueueId {
         self.id
     }
 
-    fn abort(&mut self) {
+    pub(crate) fn abort(&mut self) {
         if let Some(p) = self.inner.as_mut() {
             p.abort();
         }
@@ -216,18 +208,20 @@ pub(crate) struct QueueSlot {
     pub(crate) processor: LazyProcessor,
     /// Where the queue's backend calls go (out with the processor while a
     /// slice runs).
-    backend: QueueBackend,
-    fifo: VecDeque<PendingSubmission>,
-    running: Option<Running>,
+    pub(crate) backend: QueueBackend,
+    pub(crate) fifo: VecDeque<PendingSubmission>,
+    pub(crate) running: Option<Running>,
     /// Set while suspended and not yet woken.
-    wait: Option<(SuspendReason, Watch)>,
+    pub(crate) wait: Option<(SuspendReason, Watch)>,
+    /// What a polling round reads for that wait (threaded mode).
+    pub(crate) wait_probe: Option<Probe>,
     /// The host aborted the running submission while a slice had it.
-    abort_requested: bool,
-    span: Span,
+    pub(crate) abort_requested: bool,
+    pub(crate) span: Span,
 }
 
 impl QueueSlot {
-    fn runnable(&self) -> bool {
+    pub(crate) fn runnable(&self) -> bool {
         !self.processor.is_out()
             && match self.running {
                 Some(_) => self.wait.is_none(),
@@ -235,36 +229,9 @@ impl QueueSlot {
             }
     }
 
-    fn has_work(&self) -> bool {
+    pub(crate) fn has_work(&self) -> bool {
         self.running.is_some() || !self.fifo.is_empty()
     }
-}
-
-/// One queue's slice in progress: what [`run_slice`] needs without the lock.
-pub(crate) struct Ticket {
-    queue: usize,
-    processor: Box<Processor>,
-    backend: QueueBackend,
-    submission: SubmissionId,
-    span: Span,
-    /// [`RecentWrites::seq`] when the slice began.
-    seen: u64,
-    /// [`GlobalState::uconfig_writes`] when the slice began.
-    uconfig_seen: u64,
-    slice_packets: u64,
-    /// The processor's packet and dword counts when the slice began (for
-    /// [`GpuStats::packets`](super::GpuStats::packets) and `dwords`).
-    counts: (u64, u64),
-}
-
-/// What the middle of a slice ended with.
-pub(crate) type SliceResult = Result<ProcessStatus, SliceFailure>;
-
-/// Why a slice stopped its submission.
-pub(crate) enum SliceFailure {
-    Processor(Pm4Error),
-    /// The backend (or a bug) panicked; the message, if it had one.
-    Panicked(String),
 }
 
 /// The packets of a slice by circumstance (see [`super::GpuConfig`]).
@@ -284,51 +251,58 @@ const _: () = assert!(QueueId::COUNT <= 64);
 /// Queues, host operations and wait bookkeeping, behind the scheduler lock.
 /// Dropping it completes every pending handle with [`GpuError::ShutDown`].
 pub(crate) struct Sched {
-    pub(crate) queues: Vec<QueueSlot>,
-    ops: VecDeque<HostOp>,
+    pub(super) queues: Vec<QueueSlot>,
+    pub(super) ops: VecDeque<HostOp>,
     /// Round-robin position: the first queue looked at next.
-    cursor: usize,
+    pub(super) cursor: usize,
     /// Bit `q` set while queue `q` is runnable ([`QueueSlot::runnable`],
     /// kept by [`Sched::refresh`] after each change): the next queue is
     /// found without looking at all 57 under the lock.
-    ready: u64,
+    pub(super) ready: u64,
     /// Bit `q` set while queue `q` has work ([`QueueSlot::has_work`]: a
     /// submission running or queued), kept with `ready`.
-    busy: u64,
-    slice_packets: u64,
+    pub(super) busy: u64,
+    pub(super) slice_packets: u64,
     /// Threaded mode: a slice's packets while no queue waits (at least
     /// `slice_packets`).
-    busy_slice_packets: u64,
+    pub(super) busy_slice_packets: u64,
     /// Deterministic mode: a slice's packets while no other queue has work
     /// (at least `slice_packets`).
-    lone_slice_packets: u64,
-    watches: WatchIndex,
-    recent: RecentWrites,
+    pub(super) lone_slice_packets: u64,
+    pub(super) watches: WatchIndex,
+    pub(super) recent: RecentWrites,
     /// Record writes in `recent` (threaded mode: slices overlap).
-    concurrent: bool,
+    pub(super) concurrent: bool,
     /// Queues with `wait` set.
-    suspended: usize,
+    pub(super) suspended: usize,
     /// Slices in progress.
-    pub(crate) in_flight: usize,
+    pub(super) in_flight: usize,
     /// Host threads waiting for a slice to give a processor back.
-    pub(crate) processor_waiters: usize,
-    pub(crate) stats: GpuStats,
+    pub(super) processor_waiters: usize,
+    pub(super) stats: GpuStats,
     /// Scratch list of queues to wake.
-    woken: Vec<usize>,
+    pub(super) woken: Vec<usize>,
     /// Counts stall episodes: bumped when the GPU becomes stalled, so a
     /// stall is reported once and a stall timeout applies to one episode.
-    pub(crate) stall_episode: u64,
+    pub(super) stall_episode: u64,
     /// True while the current stall episode lasts.
-    pub(crate) stalled: bool,
+    pub(super) stalled: bool,
     /// When the current stall episode began.
-    pub(crate) stall_since: Option<std::time::Instant>,
+    pub(super) stall_since: Option<Instant>,
+    /// The current stall episode was reported (threaded mode: once it
+    /// lasted [`super::GpuConfig::stall_report_delay`]).
+    pub(super) stall_reported: bool,
+    /// When the next polling round of suspended waits is due.
+    pub(super) poll: PollSchedule,
+    /// Suspended queues whose wait a polling round reads.
+    pub(super) probed: usize,
     /// The UCONFIG registers and GDS every queue shares.
-    pub(crate) global: Arc<GlobalState>,
+    pub(super) global: Arc<GlobalState>,
     /// Queues waiting on a UCONFIG register.
-    uconfig_waiters: usize,
-    /// Deterministic mode: the write log [`step`]'s slices share (kept, so
+    pub(super) uconfig_waiters: usize,
+    /// Deterministic mode: the write log [`super::slice::step`]'s slices share (kept, so
     /// a run does not clear a new one).
-    step_log: Option<Box<WriteLog>>,
+    pub(super) step_log: Option<Box<WriteLog>>,
 }
 
 impl Drop for Sched {
@@ -337,7 +311,7 @@ impl Drop for Sched {
     }
 }
 
-/// What [`step`] did.
+/// What [`super::slice::step`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Step {
     /// Ran a slice or applied a host write.
@@ -349,7 +323,12 @@ pub(crate) enum Step {
 }
 
 impl Sched {
-    pub(crate) fn new(config: &ProcessorConfig, slices: SliceSizes, concurrent: bool) -> Self {
+    pub(crate) fn new(
+        config: &ProcessorConfig,
+        slices: SliceSizes,
+        concurrent: bool,
+        polling: Option<WaitPolling>,
+    ) -> Self {
         let slice_packets = slices.slice.max(1);
         let global = Arc::new(GlobalState::new(config.gds_bytes));
         let config = Arc::new(config.clone());
@@ -368,6 +347,7 @@ impl Sched {
                     fifo: VecDeque::new(),
                     running: None,
                     wait: None,
+                    wait_probe: None,
                     abort_requested: false,
                     span: tracing::info_span!("queue", queue = %id),
                 }
@@ -393,6 +373,9 @@ impl Sched {
             stall_episode: 0,
             stalled: false,
             stall_since: None,
+            stall_reported: false,
+            poll: PollSchedule::new(if concurrent { polling } else { None }),
+            probed: 0,
             global,
             uconfig_waiters: 0,
             step_log: None,
@@ -419,7 +402,7 @@ impl Sched {
     }
 
     /// Releases the submissions at the head of the host operations.
-    fn release(&mut self) {
+    pub(super) fn release(&mut self) {
         while matches!(self.ops.front(), Some(HostOp::Submit(_))) {
             if let Some(HostOp::Submit(sub)) = self.ops.pop_front() {
                 self.enqueue(sub);
@@ -428,7 +411,7 @@ impl Sched {
     }
 
     /// Notes whether `queue` is runnable now (after any change to it).
-    fn refresh(&mut self, queue: usize) {
+    pub(super) fn refresh(&mut self, queue: usize) {
         let slot = self.queues.get(queue);
         let bit = 1u64.checked_shl(queue as u32).unwrap_or(0);
         if slot.is_some_and(QueueSlot::runnable) {
@@ -454,7 +437,7 @@ impl Sched {
         pick
     }
 
-    fn has_work(&self) -> bool {
+    pub(super) fn has_work(&self) -> bool {
         debug_assert_eq!(self.busy != 0, self.queues.iter().any(QueueSlot::has_work));
         self.busy != 0
     }
@@ -471,7 +454,7 @@ impl Sched {
         self.ops.is_empty() && self.quiescent()
     }
 
-    fn wake(&mut self, queue: usize) -> bool {
+    pub(super) fn wake(&mut self, queue: usize) -> bool {
         let Some(q) = self.queues.get_mut(queue) else {
             return false;
         };
@@ -481,6 +464,12 @@ impl Sched {
         if let Watch::Uconfig(_) = watch {
             self.uconfig_waiters = self.uconfig_waiters.saturating_sub(1);
         }
+        if q.wait_probe.take().is_some() {
+            self.probed = self.probed.saturating_sub(1);
+            if self.probed == 0 {
+                self.poll.idle();
+            }
+        }
         self.watches.remove(queue, watch);
         self.suspended = self.suspended.saturating_sub(1);
         self.stats.wakes += 1;
@@ -488,7 +477,62 @@ impl Sched {
         true
     }
 
-    fn wake_listed(&mut self, skip: Option<usize>) -> usize {
+    /// Records that `queue` suspended with `reason`, woken by `watch`.
+    pub(super) fn record_wait(&mut self, queue: usize, reason: SuspendReason, watch: Watch) {
+        let probe = if self.concurrent { Probe::of(&reason, &watch) } else { None };
+        let Some(q) = self.queues.get_mut(queue) else { return };
+        if q.wait.replace((reason, watch)).is_none() {
+            self.suspended += 1;
+            if let Watch::Uconfig(_) = watch {
+                self.uconfig_waiters += 1;
+            }
+        }
+        let had = q.wait_probe.is_some();
+        q.wait_probe = probe;
+        match (had, probe.is_some()) {
+            (false, true) => self.probed += 1,
+            (true, false) => self.probed = self.probed.saturating_sub(1),
+            _ => {}
+        }
+        if probe.is_some() {
+            self.poll.suspended(Instant::now());
+        }
+        self.watches.insert(queue, watch);
+    }
+
+    /// The probes of every suspended wait a polling round reads, into `out`.
+    pub(super) fn probes_into(&self, out: &mut Vec<(usize, Probe)>) {
+        out.clear();
+        if self.probed == 0 {
+            return;
+        }
+        let with_work = std::iter::successors(Some(self.busy), |&rest| Some(rest & rest.wrapping_sub(1)))
+            .take_while(|&rest| rest != 0)
+            .map(|rest| rest.trailing_zeros() as usize);
+        for queue in with_work {
+            if let Some(probe) = self.queues.get(queue).and_then(|q| q.wait_probe) {
+                out.push((queue, probe));
+            }
+        }
+    }
+
+    /// Ends a polling round made at `now`: wakes the `fired` queues (still
+    /// suspended) and schedules the next round. Returns how many woke.
+    pub(super) fn poll_round_done(&mut self, now: Instant, fired: &[usize]) -> usize {
+        let mut woke = 0;
+        for &queue in fired {
+            if self.wake(queue) {
+                woke += 1;
+            }
+        }
+        self.stats.poll_rounds += 1;
+        self.stats.poll_wakes += woke as u64;
+        let waiting = self.probed > 0;
+        self.poll.round_done(now, woke > 0, waiting);
+        woke
+    }
+
+    pub(super) fn wake_listed(&mut self, skip: Option<usize>) -> usize {
         let mut woken = std::mem::take(&mut self.woken);
         // A queue listed twice wakes once: the second `wake` finds no wait.
         let mut count = 0;
@@ -517,13 +561,13 @@ impl Sched {
     }
 
     /// Anything may have been written: wakes every queue watching memory.
-    fn wrote_anything(&mut self, skip: Option<usize>) -> usize {
+    pub(super) fn wrote_anything(&mut self, skip: Option<usize>) -> usize {
         self.wrote(0, u64::MAX, skip);
         self.watches.all(&mut self.woken);
         self.wake_listed(skip)
     }
 
-    fn wake_for_log(&mut self, log: &WriteLog, skip: Option<usize>) -> usize {
+    pub(super) fn wake_for_log(&mut self, log: &WriteLog, skip: Option<usize>) -> usize {
         match log.ranges() {
             Some(ranges) => ranges.iter().map(|&(start, end)| self.wrote(start, end, skip)).sum(),
             None => self.wrote_anything(skip),
@@ -570,7 +614,7 @@ impl Sched {
         self.wake(queue)
     }
 
-    fn finish(&mut self, queue: usize, processor: &Processor, result: Result<(), GpuError>) {
+    pub(super) fn finish(&mut self, queue: usize, processor: &Processor, result: Result<(), GpuError>) {
         self.wake(queue);
         let Some(q) = self.queues.get_mut(queue) else {
             return;
@@ -659,7 +703,11 @@ impl Sched {
         self.abort_now(queue, GpuError::Aborted)
     }
 
-    fn abort_now(&mut self, queue: usize, error: impl FnOnce(SubmissionId) -> GpuError) -> Option<SubmissionId> {
+    pub(super) fn abort_now(
+        &mut self,
+        queue: usize,
+        error: impl FnOnce(SubmissionId) -> GpuError,
+    ) -> Option<SubmissionId> {
         self.wake(queue);
         let q = self.queues.get_mut(queue)?;
         q.abort_requested = false;
@@ -683,9 +731,16 @@ impl Sched {
             let queue = entry.queue.0 as usize;
             self.abort_now(queue, |_| GpuError::Deadlock(report.clone()));
         }
+        self.end_stall_episode();
+        Some(report)
+    }
+
+    /// A slice starts, or the stall was declared a deadlock: the stall
+    /// episode, if one lasted, is over.
+    pub(super) fn end_stall_episode(&mut self) {
         self.stalled = false;
         self.stall_since = None;
-        Some(report)
+        self.stall_reported = false;
     }
 
     /// Completes everything pending with `error`: running submissions are
@@ -698,6 +753,7 @@ impl Sched {
                 running.sub.slot.complete(Err(error.clone()));
             }
             q.wait = None;
+            q.wait_probe = None;
             for sub in q.fifo.drain(..) {
                 sub.slot.complete(Err(error.clone()));
             }
@@ -707,6 +763,8 @@ impl Sched {
         self.busy = 0;
         self.suspended = 0;
         self.uconfig_waiters = 0;
+        self.probed = 0;
+        self.poll.idle();
         for op in self.ops.drain(..) {
             match op {
                 HostOp::Submit(sub) => {
@@ -718,251 +776,4 @@ impl Sched {
             }
         }
     }
-
-    /// Starts a slice of `queue`: its next submission if none runs, then
-    /// takes its processor out. `None` when there is nothing to run (the
-    /// submission could not start: its handle is completed).
-    pub(crate) fn begin_slice(&mut self, queue: usize) -> Option<Ticket> {
-        let ticket = self.start_slice(queue);
-        self.refresh(queue);
-        ticket
-    }
-
-    fn start_slice(&mut self, queue: usize) -> Option<Ticket> {
-        self.cursor = (queue + 1) % self.queues.len().max(1);
-        self.stats.slices += 1;
-        self.stalled = false;
-        self.stall_since = None;
-        let q = self.queues.get_mut(queue)?;
-        if q.running.is_none() {
-            let sub = q.fifo.pop_front()?;
-            let Some(processor) = q.processor.get_mut() else {
-                q.fifo.push_front(sub);
-                return None;
-            };
-            if let Err(e) = processor.submit(sub.address, sub.size_dw) {
-                self.stats.failed += 1;
-                let error = GpuError::Processor { queue: q.processor.queue(), submission: sub.id, source: e };
-                sub.slot.complete(Err(error));
-                return None;
-            }
-            let span = tracing::info_span!(
-                parent: &q.span,
-                "submission",
-                id = sub.id.0,
-                address = format_args!("{:#x}", sub.address),
-                size_dw = sub.size_dw
-            );
-            q.running = Some(Running { base: Baseline::of(processor), sub, span, slices: 0 });
-        }
-        let running = q.running.as_mut()?;
-        let processor = q.processor.take()?;
-        running.slices += 1;
-        self.in_flight += 1;
-        let counts = (processor.stats().packets, processor.stats().dwords);
-        Some(Ticket {
-            counts,
-            queue,
-            processor,
-            backend: std::mem::take(&mut q.backend),
-            submission: running.sub.id,
-            span: running.span.clone(),
-            seen: self.recent.seq(),
-            uconfig_seen: self.global.uconfig_writes(),
-            // No queue waits for a write this slice may make (threaded
-            // mode), or no other queue could run before it ends anyway
-            // (deterministic mode): fewer, longer slices, so less scheduling
-            // per packet.
-            slice_packets: if self.concurrent {
-                if self.suspended == 0 {
-                    self.busy_slice_packets
-                } else {
-                    self.slice_packets
-                }
-            } else if self.busy & !1u64.checked_shl(queue as u32).unwrap_or(0) == 0 {
-                self.lone_slice_packets
-            } else {
-                self.slice_packets
-            },
-        })
-    }
-
-    /// Ends a slice: puts the processor back, completes, fails or suspends
-    /// the submission, and wakes the queues whose watched bytes the slice
-    /// wrote. Returns how many queues woke.
-    pub(crate) fn end_slice(&mut self, ticket: Ticket, result: SliceResult, log: &WriteLog) -> usize {
-        let Ticket { queue, mut processor, backend, submission, span, seen, uconfig_seen, counts, .. } = ticket;
-        self.in_flight = self.in_flight.saturating_sub(1);
-        if let Some(q) = self.queues.get_mut(queue) {
-            q.backend = backend;
-        }
-        self.stats.packets += processor.stats().packets.wrapping_sub(counts.0);
-        self.stats.dwords += processor.stats().dwords.wrapping_sub(counts.1);
-        let id = processor.queue();
-        let outcome = match result {
-            Ok(status) => Ok(status),
-            Err(SliceFailure::Processor(source)) => Err(GpuError::Processor { queue: id, submission, source }),
-            Err(SliceFailure::Panicked(message)) => {
-                processor.abort();
-                Err(GpuError::BackendPanicked { queue: id, submission, message })
-            }
-        };
-        let mut woken = self.wake_for_log(log, Some(queue));
-        match outcome {
-            Ok(ProcessStatus::Yielded) => self.put_back(queue, processor),
-            Ok(ProcessStatus::Suspended(reason)) => {
-                tracing::trace!(parent: &span, %reason, "suspended");
-                let mut watch = watch_for(&reason, &processor);
-                if let Watch::Uconfig(since) = &mut watch {
-                    // Slices overlap in threaded mode: a change since this
-                    // slice began may have come after the wait's read, so it
-                    // counts (at worst the wait is checked once more).
-                    *since = if self.concurrent { uconfig_seen } else { self.global.uconfig_writes() };
-                }
-                self.put_back(queue, processor);
-                // A write since the slice began may already have changed
-                // what it read (another queue, or the CPU): look again.
-                let raced = self.concurrent && self.recent.hit_since(seen, &watch);
-                if let Some(q) = self.queues.get_mut(queue) {
-                    if !raced {
-                        if q.wait.replace((reason, watch)).is_none() {
-                            self.suspended += 1;
-                            if let Watch::Uconfig(_) = watch {
-                                self.uconfig_waiters += 1;
-                            }
-                        }
-                        self.watches.insert(queue, watch);
-                    }
-                }
-            }
-            Ok(ProcessStatus::Completed | ProcessStatus::Idle) => {
-                self.finish(queue, &processor, Ok(()));
-                self.put_back(queue, processor);
-            }
-            Err(error) => {
-                self.finish(queue, &processor, Err(error));
-                self.put_back(queue, processor);
-            }
-        }
-        woken += self.wake_uconfig_watchers();
-        if self.queues.get(queue).is_some_and(|q| q.abort_requested) {
-            self.abort_now(queue, GpuError::Aborted);
-        }
-        self.refresh(queue);
-        woken += usize::from(self.ready & 1u64.checked_shl(queue as u32).unwrap_or(0) != 0);
-        woken
-    }
-
-    fn put_back(&mut self, queue: usize, processor: Box<Processor>) {
-        if let Some(q) = self.queues.get_mut(queue) {
-            q.processor.put(processor);
-        }
-        self.refresh(queue);
-    }
-}
-
-/// Everything a slice needs besides the scheduler: shared by the [`super::Gpu`]
-/// and its workers.
-pub(crate) struct Parts<M, B> {
-    pub(crate) memory: M,
-    pub(crate) backend: Mutex<Tap<B>>,
-    pub(crate) shaders: ShaderRegistry,
-}
-
-/// The text of a panic payload.
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "non-text panic payload".to_string()
-    }
-}
-
-/// The middle of a slice, without the scheduler lock: the queue's packets
-/// against shared memory, backend and shaders. Writes are noted in `log`; a
-/// panic (a backend's, or a bug) is caught here and fails the submission.
-/// With `hold_backend` (deterministic mode: no other slice runs) the GPU's
-/// backend is locked once for the slice, not once per call.
-pub(crate) fn run_slice<M: GuestMemory, B: Backend>(
-    parts: &Parts<M, B>,
-    ticket: &mut Ticket,
-    log: &mut WriteLog,
-    hold_backend: bool,
-) -> SliceResult {
-    log.clear();
-    let _entered = ticket.span.enter();
-    let tracked = Tracked::new(&parts.memory, log);
-    let Ticket { processor, backend: queue_backend, submission, slice_packets, .. } = ticket;
-    let result = catch_unwind(AssertUnwindSafe(|| {
-        queue_backend.settle(&parts.backend, processor.queue());
-        let own = match queue_backend {
-            QueueBackend::Own(own) => Some(&mut **own),
-            _ => None,
-        };
-        let mut backend = SliceBackend::new(&parts.backend, own, hold_backend, *submission);
-        let mut env = Env { memory: &tracked, backend: &mut backend, shaders: &parts.shaders };
-        processor.process_slice(&mut env, *slice_packets)
-    }));
-    match result {
-        Ok(Ok(status)) => Ok(status),
-        Ok(Err(error)) => Err(SliceFailure::Processor(error)),
-        Err(payload) => Err(SliceFailure::Panicked(panic_message(&*payload))),
-    }
-}
-
-/// One deterministic scheduling step on the caller's thread: release
-/// submissions, run one slice of the next runnable queue; when none can run,
-/// apply the next host write and try again.
-pub(crate) fn step<M: GuestMemory, B: Backend>(parts: &Parts<M, B>, sched: &mut Sched) -> Step {
-    loop {
-        sched.release();
-        if let Some(queue) = sched.pick() {
-            if let Some(mut ticket) = sched.begin_slice(queue) {
-                let mut log = sched.step_log.take().unwrap_or_default();
-                // No other slice runs: the backend stays locked for this one.
-                let result = run_slice(parts, &mut ticket, &mut log, true);
-                sched.end_slice(ticket, result, &log);
-                sched.step_log = Some(log);
-            }
-            return Step::Ran;
-        }
-        match sched.ops.pop_front() {
-            Some(HostOp::Submit(sub)) => sched.enqueue(sub),
-            Some(HostOp::Write { address, bytes, slot }) => {
-                slot.complete(apply_write(parts, sched, address, bytes.as_slice()));
-                return Step::Ran;
-            }
-            None => return if sched.has_work() { Step::Stalled } else { Step::Idle },
-        }
-    }
-}
-
-/// Applies a host write of the host sequence (the WRIT rule); shader
-/// containers it overlaps are decoded again at their next use, and the
-/// queues watching its bytes wake.
-pub(crate) fn apply_write<M: GuestMemory, B>(
-    parts: &Parts<M, B>,
-    sched: &mut Sched,
-    address: u64,
-    bytes: &[u8],
-) -> Result<(), GpuError> {
-    let result = parts.memory.write_bytes(address, bytes);
-    sched.stats.host_writes += 1;
-    let len = bytes.len() as u64;
-    let outcome = match result {
-        Ok(()) => {
-            parts.shaders.invalidate_range(address, len);
-            Ok(())
-        }
-        Err(source) => {
-            sched.stats.host_write_errors += 1;
-            tracing::warn!(address, len, error = %source, "host write failed");
-            Err(GpuError::HostWrite { address, len, source })
-        }
-    };
-    // A refused write may have stored a prefix: its watchers look again.
-    sched.wrote(address, address.saturating_add(len), None);
-    outcome
 }
