@@ -364,12 +364,12 @@ impl GuestMemory for HostMappedMemory {
 
     #[inline]
     fn read_u32(&self, address: u64) -> Result<u32, MemoryError> {
-        let host = self.host_of(address, 4)?;
-        if address % 4 != 0 {
+        // Unaligned, or spanning two mappings: byte by byte.
+        let Some(host) = self.host_of(address, 4).ok().filter(|_| address % 4 == 0) else {
             let mut bytes = [0u8; 4];
             self.read_bytes(address, &mut bytes)?;
             return Ok(u32::from_le_bytes(bytes));
-        }
+        };
         // SAFETY: inside one checked mapping (`host_of`), 4-byte aligned
         // (guest aligned, guest and host agree modulo 8).
         Ok(u32::from_le(unsafe { AtomicU32::from_ptr(host as *mut u32) }.load(Ordering::Acquire)))
@@ -377,22 +377,20 @@ impl GuestMemory for HostMappedMemory {
 
     #[inline]
     fn read_u64(&self, address: u64) -> Result<u64, MemoryError> {
-        let host = self.host_of(address, 8)?;
-        if address % 8 != 0 {
+        let Some(host) = self.host_of(address, 8).ok().filter(|_| address % 8 == 0) else {
             let mut bytes = [0u8; 8];
             self.read_bytes(address, &mut bytes)?;
             return Ok(u64::from_le_bytes(bytes));
-        }
+        };
         // SAFETY: inside one checked mapping, 8-byte aligned.
         Ok(u64::from_le(unsafe { AtomicU64::from_ptr(host as *mut u64) }.load(Ordering::Acquire)))
     }
 
     #[inline]
     fn write_u32(&self, address: u64, value: u32) -> Result<(), MemoryError> {
-        let host = self.host_of(address, 4)?;
-        if address % 4 != 0 {
+        let Some(host) = self.host_of(address, 4).ok().filter(|_| address % 4 == 0) else {
             return self.write_bytes(address, &value.to_le_bytes());
-        }
+        };
         // SAFETY: inside one checked mapping, 4-byte aligned.
         unsafe { AtomicU32::from_ptr(host as *mut u32) }.store(value.to_le(), Ordering::Release);
         Ok(())
@@ -400,20 +398,19 @@ impl GuestMemory for HostMappedMemory {
 
     #[inline]
     fn write_u64(&self, address: u64, value: u64) -> Result<(), MemoryError> {
-        let host = self.host_of(address, 8)?;
-        if address % 8 != 0 {
+        let Some(host) = self.host_of(address, 8).ok().filter(|_| address % 8 == 0) else {
             return self.write_bytes(address, &value.to_le_bytes());
-        }
+        };
         // SAFETY: inside one checked mapping, 8-byte aligned.
         unsafe { AtomicU64::from_ptr(host as *mut u64) }.store(value.to_le(), Ordering::Release);
         Ok(())
     }
 
     fn compare_exchange_u32(&self, address: u64, current: u32, new: u32) -> Result<Result<u32, u32>, MemoryError> {
-        let host = self.host_of(address, 4)?;
         if address % 4 != 0 {
             return Err(MemoryError::Misaligned { address });
         }
+        let host = self.host_of(address, 4)?;
         // SAFETY: inside one checked mapping, 4-byte aligned.
         let word = unsafe { AtomicU32::from_ptr(host as *mut u32) };
         Ok(word
@@ -423,10 +420,10 @@ impl GuestMemory for HostMappedMemory {
     }
 
     fn compare_exchange_u64(&self, address: u64, current: u64, new: u64) -> Result<Result<u64, u64>, MemoryError> {
-        let host = self.host_of(address, 8)?;
         if address % 8 != 0 {
             return Err(MemoryError::Misaligned { address });
         }
+        let host = self.host_of(address, 8)?;
         // SAFETY: inside one checked mapping, 8-byte aligned.
         let word = unsafe { AtomicU64::from_ptr(host as *mut u64) };
         Ok(word

@@ -90,6 +90,11 @@ impl PollSchedule {
         Self { settings, interval, next: None }
     }
 
+    /// Whether rounds are made at all.
+    pub(crate) fn enabled(&self) -> bool {
+        self.settings.is_some()
+    }
+
     /// A queue suspended on something a round can see: the next round comes
     /// `first` from now (sooner if one was already due).
     pub(crate) fn suspended(&mut self, now: Instant) {

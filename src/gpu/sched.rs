@@ -479,7 +479,7 @@ impl Sched {
 
     /// Records that `queue` suspended with `reason`, woken by `watch`.
     pub(super) fn record_wait(&mut self, queue: usize, reason: SuspendReason, watch: Watch) {
-        let probe = if self.concurrent { Probe::of(&reason, &watch) } else { None };
+        let probe = if self.poll.enabled() { Probe::of(&reason, &watch) } else { None };
         let Some(q) = self.queues.get_mut(queue) else { return };
         if q.wait.replace((reason, watch)).is_none() {
             self.suspended += 1;

@@ -236,13 +236,17 @@ pub(crate) fn run_slice<M: GuestMemory, B: Backend>(
 ) -> SliceResult {
     log.clear();
     let _entered = ticket.span.enter();
-    let _marked = SliceMark { gpu, queue: ticket.queue, shared_backend: ticket.backend.is_shared() }.enter();
     let guarded_memory = Guarded(&parts.memory);
     let memory = tracked(&guarded_memory, log);
     let Ticket { processor, backend: queue_backend, submission, slice_packets, queue, .. } = ticket;
     let _ = take_panic_site();
     let result = catch_unwind(AssertUnwindSafe(|| {
-        queue_backend.settle(&parts.backend, processor.queue());
+        {
+            // The factory is asked with the shared backend's lock held.
+            let _asking = SliceMark { gpu, queue: *queue, shared_backend: true }.enter();
+            queue_backend.settle(&parts.backend, processor.queue());
+        }
+        let _marked = SliceMark { gpu, queue: *queue, shared_backend: queue_backend.is_shared() }.enter();
         let own = match queue_backend {
             QueueBackend::Own(own) => Some(&mut **own),
             _ => None,

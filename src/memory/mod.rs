@@ -16,6 +16,7 @@ pub(crate) use observed::{ObservedMemory, WriteObserver};
 pub use sparse::SparseMemory;
 pub use translated::{HostAccess, TranslatedMemory};
 
+pub mod contract;
 mod flat;
 mod lent;
 mod observed;
