@@ -259,7 +259,7 @@ use self::worker::{poll_for, Shared, WorkerSettings};
 /// assert_eq!(report.queues[0].queue, queue);
 /// assert!(done.wait_timeout(Duration::ZERO).is_none());
 /// // The CPU writes the label directly, then notifies (without the
-/// // notification, the GPU's polling would see it within a millisecond).
+/// // notification, the GPU's polling would see it within a few milliseconds).
 /// ram.write_u32(0x8000, 1).unwrap();
 /// gpu.notify_host_write(0x8000, 4).unwrap();
 /// done.wait().unwrap();

@@ -108,13 +108,18 @@ impl PollSchedule {
         };
     }
 
-    /// A round ran at `now`; `woke` whether it woke a wait and `waiting`
-    /// whether waits a round sees are left.
-    pub(crate) fn round_done(&mut self, now: Instant, woke: bool, waiting: bool) {
+    /// A round ran at `now`; `woke` whether it woke a wait, `waiting`
+    /// whether waits a round sees are left, and `due` whether it was the
+    /// scheduled round (a round an idle worker's spin makes on the way is
+    /// free: it moves no schedule).
+    pub(crate) fn round_done(&mut self, now: Instant, woke: bool, waiting: bool, due: bool) {
         let Some(settings) = self.settings else { return };
         if !waiting {
             self.next = None;
             self.interval = settings.first;
+            return;
+        }
+        if !due && !woke {
             return;
         }
         self.interval =
@@ -184,13 +189,15 @@ mod tests {
         let mut gaps = Vec::new();
         for _ in 0..4 {
             now = schedule.next().unwrap();
-            schedule.round_done(now, false, true);
+            // A spin's round in between moves nothing.
+            schedule.round_done(now, false, true, false);
+            schedule.round_done(now, false, true, true);
             gaps.push(schedule.next().unwrap() - now);
         }
         assert_eq!(gaps, [20, 35, 35, 35].map(Duration::from_micros));
         schedule.suspended(now);
         assert_eq!(schedule.next(), Some(now + Duration::from_micros(10)));
-        schedule.round_done(now, false, false);
+        schedule.round_done(now, false, false, true);
         assert_eq!(schedule.next(), None);
         let mut off = PollSchedule::new(None);
         off.suspended(t0);

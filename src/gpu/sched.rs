@@ -296,6 +296,10 @@ pub(crate) struct Sched {
     pub(super) poll: PollSchedule,
     /// Suspended queues whose wait a polling round reads.
     pub(super) probed: usize,
+    /// Threaded mode: an idle worker is parked until the next timed duty
+    /// (a polling round, a stall's report or timeout); the others park
+    /// until work is offered.
+    pub(super) duty_keeper: bool,
     /// The UCONFIG registers and GDS every queue shares.
     pub(super) global: Arc<GlobalState>,
     /// Queues waiting on a UCONFIG register.
@@ -376,6 +380,7 @@ impl Sched {
             stall_reported: false,
             poll: PollSchedule::new(if concurrent { polling } else { None }),
             probed: 0,
+            duty_keeper: false,
             global,
             uconfig_waiters: 0,
             step_log: None,
@@ -517,8 +522,9 @@ impl Sched {
     }
 
     /// Ends a polling round made at `now`: wakes the `fired` queues (still
-    /// suspended) and schedules the next round. Returns how many woke.
-    pub(super) fn poll_round_done(&mut self, now: Instant, fired: &[usize]) -> usize {
+    /// suspended) and, for the scheduled (`due`) round, schedules the next.
+    /// Returns how many woke.
+    pub(super) fn poll_round_done(&mut self, now: Instant, fired: &[usize], due: bool) -> usize {
         let mut woke = 0;
         for &queue in fired {
             if self.wake(queue) {
@@ -528,7 +534,7 @@ impl Sched {
         self.stats.poll_rounds += 1;
         self.stats.poll_wakes += woke as u64;
         let waiting = self.probed > 0;
-        self.poll.round_done(now, woke > 0, waiting);
+        self.poll.round_done(now, woke > 0, waiting, due);
         woke
     }
 

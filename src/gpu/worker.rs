@@ -142,12 +142,13 @@ impl<M: GuestMemory, B> Shared<M, B> {
         probes: &mut Vec<(usize, Probe)>,
         fired: &mut Vec<usize>,
     ) -> usize {
+        let due = sched.poll.due(Instant::now());
         sched.probes_into(probes);
         fired.clear();
         MutexGuard::unlocked(sched, || {
             fired.extend(probes.iter().filter(|(_, probe)| probe.fired(&self.parts.memory)).map(|&(queue, _)| queue));
         });
-        let woke = sched.poll_round_done(Instant::now(), fired);
+        let woke = sched.poll_round_done(Instant::now(), fired, due);
         if woke > 0 {
             self.offer_work(woke > 1);
         }
@@ -321,10 +322,15 @@ pub(crate) fn run<M: GuestMemory, B: Backend>(shared: Arc<Shared<M, B>>) {
             continue;
         }
         let episode = sched.stall_episode;
-        match shared.next_duty(&sched) {
+        // One idle worker keeps the timed duties; the others park until
+        // work is offered (an idle GPU with waits wakes one thread per
+        // round, not every worker).
+        match shared.next_duty(&sched).filter(|_| !sched.duty_keeper) {
             Some(deadline) => {
+                sched.duty_keeper = true;
                 // Woken before the deadline: by an offer of work (spin next).
                 fresh = Instant::now() < deadline && !shared.work.wait_until(&mut sched, deadline).timed_out();
+                sched.duty_keeper = false;
             }
             None => {
                 shared.work.wait(&mut sched);
