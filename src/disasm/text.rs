@@ -138,7 +138,7 @@ impl<'o> TextWriter<'o> {
             PacketType::Type0 => self.put(b"TYPE0"),
             PacketType::Type1 => self.put(b"TYPE1"),
             PacketType::Type2 => self.put(b"TYPE2"),
-            PacketType::Type3 => match header.opcode().name() {
+            PacketType::Type3 => match header.opcode().name_on(self.family) {
                 Some(name) => self.put(name.as_bytes()),
                 None => {
                     self.put(b"UNKNOWN_");
@@ -174,8 +174,8 @@ impl<'o> TextWriter<'o> {
                         }
                         Err(e) => decode_problem = Some(e.to_string()),
                     },
-                    None => match AnyBody::decode(header.opcode(), body) {
-                        Ok(Some(decoded)) => decoded.fields_into(&mut fields),
+                    None => match AnyBody::decode_for(self.family, header.opcode(), body) {
+                        Ok(Some(decoded)) => decoded.fields_into_for(self.family, &mut fields),
                         Ok(None) => {}
                         Err(e) => decode_problem = Some(e.to_string()),
                     },

@@ -9,6 +9,10 @@
 //! where a packet starts so its dwords can be patched once a value is
 //! known (a chain's target, a fence value).
 //!
+//! A buffer encodes its typed packets in one GPU family's layouts
+//! ([`CommandBuffer::for_family`]; gfx10.3 by default): a PS4 emulator
+//! builds gfx7 streams with the same body types.
+//!
 //! ```
 //! use pm4core::packet::body::{DrawBody, ReleaseMem};
 //! use pm4core::packet::builder::CommandBuffer;
@@ -30,6 +34,7 @@
 use super::body::{type3_header, Body, IndirectBuffer, ReleaseMem, WaitRegMem, WriteData};
 use super::body::{CompareFunction, SetRegisters};
 use super::{Header, Opcode};
+use crate::regs::db::GpuFamily;
 
 /// A position in a [`CommandBuffer`]: the dword offset where a packet starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -54,12 +59,39 @@ impl Label {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CommandBuffer {
     dw: Vec<u32>,
+    family: GpuFamily,
 }
 
 impl CommandBuffer {
-    /// An empty buffer.
+    /// An empty buffer of gfx10.3 packets.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty buffer whose typed packets take `family`'s layouts.
+    ///
+    /// ```
+    /// use pm4core::packet::body::{Body, DmaData};
+    /// use pm4core::packet::builder::CommandBuffer;
+    /// use pm4core::packet::Opcode;
+    /// use pm4core::GpuFamily;
+    ///
+    /// // A PS4 stream: a 96-byte DMA_DATA copy and a fence with an interrupt.
+    /// let body = [0x6030_0000, 0x12_9100, 0, 0x12_9100, 0, 0x0020_0060];
+    /// let copy = DmaData::decode_body_for(GpuFamily::Gfx7, Opcode::DMA_DATA, &body)?;
+    /// let cb = CommandBuffer::for_family(GpuFamily::Gfx7).packet(&copy).release32(0x1000, 1);
+    /// assert_eq!(cb.dwords()[1..7], body);
+    /// // gfx7's graphics ring has no RELEASE_MEM: the fence is an EVENT_WRITE_EOP.
+    /// assert_eq!(cb.dwords()[7], 0xC004_4700);
+    /// # Ok::<(), pm4core::packet::body::BodyError>(())
+    /// ```
+    pub fn for_family(family: GpuFamily) -> Self {
+        CommandBuffer { dw: Vec::new(), family }
+    }
+
+    /// The family whose layouts the typed packets take.
+    pub fn family(&self) -> GpuFamily {
+        self.family
     }
 
     /// The dwords so far.
@@ -113,7 +145,7 @@ impl CommandBuffer {
     /// Re-encodes the packet at `label` from `body` (which must have the
     /// same length: a fence value, a chain target known only later).
     pub fn patch_packet<'a, B: Body<'a>>(&mut self, label: Label, body: &B) {
-        for (i, value) in body.encode().into_iter().enumerate() {
+        for (i, value) in body.encode_for(self.family).into_iter().enumerate() {
             self.patch(label, i as u32, value);
         }
     }
@@ -122,7 +154,7 @@ impl CommandBuffer {
     pub fn packet<'a, B: Body<'a>>(mut self, body: &B) -> Self {
         let at = self.dw.len();
         self.dw.push(0);
-        body.encode_body(&mut self.dw);
+        body.encode_body_for(self.family, &mut self.dw);
         let body_dwords = (self.dw.len() - at - 1) as u32;
         if let Some(h) = self.dw.get_mut(at) {
             *h = type3_header(body.opcode(), body_dwords).0;
@@ -243,10 +275,16 @@ impl CommandBuffer {
 
     /// RELEASE_MEM BOTTOM_OF_PIPE_TS writing the 32-bit `data` to
     /// `address` once earlier work is done, with an interrupt (INT_SEL 2,
-    /// INT_CTXID 0x77).
+    /// INT_CTXID 0x77). On gfx7, whose graphics ring has no RELEASE_MEM,
+    /// the same release as an EVENT_WRITE_EOP (no INT_CTXID).
     pub fn release32(self, address: u64, data: u32) -> Self {
         let release = ReleaseMem { int_ctxid: 0x77, ..ReleaseMem::new(0x28, 1, address, u64::from(data), 2) };
-        self.packet(&release)
+        match self.family {
+            GpuFamily::Gfx103 => self.packet(&release),
+            GpuFamily::Gfx7 => {
+                self.packet(&ReleaseMem { opcode: Opcode::EVENT_WRITE_EOP, int_ctxid: 0, legacy: false, ..release })
+            }
+        }
     }
 
     /// Appends another buffer's dwords.
