@@ -285,3 +285,35 @@ fn the_disassembler_names_what_gfx7_lacks_as_unknown() {
     let text = String::from_utf8(text).unwrap();
     assert!(text.contains("UNKNOWN_0x5d") && text.contains("TC_ACTION_ENA=1"), "{text}");
 }
+
+#[test]
+fn a_register_writer_gfx7_lacks_lists_no_registers_in_either_output() {
+    // SET_UCONFIG_REG_INDEX (gfx9+) of VGT_INDEX_TYPE.
+    let bytes: Vec<u8> = [0xC001_7A00u32, 0x2000_0243, 1].iter().flat_map(|d| d.to_le_bytes()).collect();
+    let options = DisasmOptions { family: Some(Gfx7), ..DisasmOptions::default() };
+    let dis = Disassembler::for_raw(&bytes, 0x1000, options).unwrap();
+    let record = &dis.listing().packets[0];
+    assert_eq!((record.opcode.as_str(), record.fields.len()), ("UNKNOWN_0x7a", 0));
+    let mut text = Vec::new();
+    dis.write_text(&mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("UNKNOWN_0x7a") && !text.contains("VGT_INDEX_TYPE"), "{text}");
+    let gfx103 = Disassembler::for_raw(&bytes, 0x1000, DisasmOptions::default()).unwrap().listing();
+    assert_eq!(gfx103.packets[0].fields.last().map(|f| f.name.as_str()), Some("VGT_INDEX_TYPE"));
+}
+
+#[test]
+fn pm4_state_names_registers_by_the_traces_family() {
+    use pm4core::diagnostics::state::{state_at, StopAt};
+    use pm4core::replay::ReplayOptions;
+    // 0xA00F is DB_DEPTH_INFO on gfx7, DB_RESERVED_REG_2 on gfx10.3.
+    let source = |gpu: &str| {
+        format!(".info gpu={gpu}\n.mem 0x1000\ncmd:\n    SET_CONTEXT_REG 0xf, 0x541\n    NOP\n.end\n.submit gfx cmd\n")
+    };
+    for (gpu, name) in [("gfx7", "DB_DEPTH_INFO"), ("gfx10.3", "DB_RESERVED_REG_2")] {
+        let trace = assemble_trace(&source(gpu)).unwrap();
+        let state = state_at(&trace, &ReplayOptions::default(), None, StopAt::Index(1)).unwrap();
+        let entry = &state.registers[name];
+        assert_eq!((entry.register, entry.value, entry.written_by.opcode.as_str()), (0xA00F, 0x541, "SET_CONTEXT_REG"));
+    }
+}
