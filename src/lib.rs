@@ -45,6 +45,8 @@ pub mod shader;
 #[cfg(feature = "trace")]
 pub mod trace;
 
+pub use regs::db::GpuFamily;
+
 /// `n` and a noun in the right number: `1 submission`, `3 submissions`.
 #[cfg_attr(not(feature = "tools"), allow(dead_code))]
 pub(crate) fn counted(n: u64, one: &str, many: &str) -> String {

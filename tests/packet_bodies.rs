@@ -1,8 +1,10 @@
 //! The typed packet bodies as one source of truth: the test vectors of
-//! `tests/vectors/packets.txt` (dwords → disassembly line) checked through
-//! decode, the disassembler, `--source` assembly and encode; encoding what
-//! was decoded from every radv trace gives back the same dwords; and for
-//! every body type, `decode(encode(x)) == x`.
+//! `tests/vectors/packets.txt` (gfx10.3) and `tests/vectors/packets-gfx7.txt`
+//! (gfx7: dwords → disassembly line) checked through decode, the
+//! disassembler, `--source` assembly and encode, each in its family's
+//! forms; encoding what was decoded from every radv trace (navi21 and
+//! Bonaire) gives back the same dwords; and for every body type and family,
+//! `decode(encode(x)) == x`.
 
 use std::path::{Path, PathBuf};
 
@@ -11,22 +13,40 @@ use pm4core::disasm::{DisasmOptions, Disassembler, PacketRecord};
 use pm4core::packet::body::{AnyBody, Body, IndirectBuffer};
 use pm4core::packet::{Header, Opcode, PacketType};
 use pm4core::trace::{Trace, TraceEvent};
+use pm4core::GpuFamily;
 use proptest::prelude::*;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The radv traces of `traces/` (there must be some).
+/// The radv traces of `traces/` (navi21; there must be some).
 fn radv_traces() -> Vec<PathBuf> {
-    let mut traces: Vec<PathBuf> = std::fs::read_dir(root().join("traces"))
-        .expect("traces/ is part of the repository")
+    traces_in("traces")
+}
+
+/// The radv traces of `traces/gfx7/` (Bonaire; there must be some).
+fn bonaire_traces() -> Vec<PathBuf> {
+    traces_in("traces/gfx7")
+}
+
+fn traces_in(dir: &str) -> Vec<PathBuf> {
+    let mut traces: Vec<PathBuf> = std::fs::read_dir(root().join(dir))
+        .unwrap_or_else(|e| panic!("{dir}/ is part of the repository: {e}"))
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "pm4t"))
         .collect();
     traces.sort();
-    assert!(traces.len() >= 10, "the radv traces are missing from traces/");
+    assert!(traces.len() >= 10, "the radv traces are missing from {dir}/");
     traces
+}
+
+/// The vector file of a family.
+fn vector_file(family: GpuFamily) -> &'static str {
+    match family {
+        GpuFamily::Gfx103 => "tests/vectors/packets.txt",
+        GpuFamily::Gfx7 => "tests/vectors/packets-gfx7.txt",
+    }
 }
 
 #[path = "support/field_forms.rs"]
@@ -63,9 +83,9 @@ struct Vector {
     expected: String,
 }
 
-fn vectors() -> Vec<Vector> {
-    let path = root().join("tests/vectors/packets.txt");
-    let text = std::fs::read_to_string(&path).expect("tests/vectors/packets.txt");
+fn vectors(family: GpuFamily) -> Vec<Vector> {
+    let path = root().join(vector_file(family));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", vector_file(family)));
     let mut out = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim();
@@ -84,16 +104,26 @@ fn vectors() -> Vec<Vector> {
 
 #[test]
 fn every_vector_decodes_disassembles_assembles_and_encodes_to_its_dwords() {
-    let vectors = vectors();
-    assert!(vectors.len() >= 60, "{} vectors", vectors.len());
+    check_vectors(GpuFamily::Gfx103, 60);
+}
+
+#[test]
+fn every_gfx7_vector_decodes_disassembles_assembles_and_encodes_to_its_dwords() {
+    check_vectors(GpuFamily::Gfx7, 60);
+}
+
+fn check_vectors(family: GpuFamily, at_least: usize) {
+    let vectors = vectors(family);
+    assert!(vectors.len() >= at_least, "{} vectors", vectors.len());
     for v in &vectors {
-        let at = format!("tests/vectors/packets.txt:{}", v.line);
+        let at = format!("{}:{}", vector_file(family), v.line);
         let header = Header(v.dwords[0]);
         assert_eq!(header.length_dw(), Some(v.dwords.len() as u32), "{at}: the dwords are one whole packet");
 
         // The disassembler's line.
         let bytes = bytes_of(&v.dwords);
-        let dis = Disassembler::for_raw(&bytes, 0x1000, DisasmOptions::default()).unwrap();
+        let options = DisasmOptions { family: Some(family), ..DisasmOptions::default() };
+        let dis = Disassembler::for_raw(&bytes, 0x1000, options).unwrap();
         let listing = dis.listing();
         assert_eq!(listing.packets.len(), 1, "{at}");
         let record = &listing.packets[0];
@@ -127,9 +157,9 @@ fn every_vector_decodes_disassembles_assembles_and_encodes_to_its_dwords() {
         if header.packet_type() != PacketType::Type3 || v.dwords.len() == 1 {
             continue;
         }
-        let body = AnyBody::decode(header.opcode(), &v.dwords[1..]).unwrap_or_else(|e| panic!("{at}: {e}"));
+        let body = AnyBody::decode_for(family, header.opcode(), &v.dwords[1..]).unwrap_or_else(|e| panic!("{at}: {e}"));
         let Some(body) = body else { continue };
-        let mut encoded = body.encode();
+        let mut encoded = body.encode_for(family);
         encoded[0] |= v.dwords[0] & 7;
         assert_eq!(encoded, v.dwords, "{at}: encode");
     }
@@ -137,30 +167,38 @@ fn every_vector_decodes_disassembles_assembles_and_encodes_to_its_dwords() {
 
 #[test]
 fn every_opcode_with_a_body_type_has_a_vector() {
-    let covered: std::collections::BTreeSet<Opcode> = vectors()
-        .iter()
-        .map(|v| Header(v.dwords[0]))
-        .filter(|h| h.packet_type() == PacketType::Type3)
-        .map(|h| h.opcode())
-        .collect();
-    let missing: Vec<String> = AnyBody::opcodes().filter(|op| !covered.contains(op)).map(|op| op.to_string()).collect();
-    assert!(missing.is_empty(), "no vector for {missing:?}");
+    for family in GpuFamily::ALL {
+        let covered: std::collections::BTreeSet<Opcode> = vectors(family)
+            .iter()
+            .map(|v| Header(v.dwords[0]))
+            .filter(|h| h.packet_type() == PacketType::Type3)
+            .map(|h| h.opcode())
+            .collect();
+        let missing: Vec<String> =
+            AnyBody::opcodes_for(family).filter(|op| !covered.contains(op)).map(|op| op.to_string()).collect();
+        assert!(missing.is_empty(), "{family}: no vector for {missing:?}");
+    }
 }
 
 #[test]
 fn encoding_what_was_decoded_from_every_radv_trace_gives_the_same_dwords() {
     let mut checked = 0usize;
     let mut mismatches = Vec::new();
-    for path in radv_traces() {
+    for (family, path) in radv_traces()
+        .into_iter()
+        .map(|p| (GpuFamily::Gfx103, p))
+        .chain(bonaire_traces().into_iter().map(|p| (GpuFamily::Gfx7, p)))
+    {
         let trace = Trace::read_file(&path).unwrap();
         let listing = Disassembler::for_trace(&trace, DisasmOptions::default()).listing();
+        assert_eq!(listing.gpu, family.to_string(), "{}: INFO gpu=", path.display());
         for p in &listing.packets {
             let header = Header(p.dwords[0]);
             if header.packet_type() != PacketType::Type3 || p.dwords.len() < 2 || p.problem.is_some() {
                 continue;
             }
-            let Some(body) = AnyBody::decode(header.opcode(), &p.dwords[1..]).unwrap() else { continue };
-            let mut encoded = body.encode();
+            let Some(body) = AnyBody::decode_for(family, header.opcode(), &p.dwords[1..]).unwrap() else { continue };
+            let mut encoded = body.encode_for(family);
             encoded[0] |= p.dwords[0] & 7;
             checked += 1;
             if encoded != p.dwords && mismatches.len() < 20 {
@@ -182,20 +220,22 @@ fn encoding_what_was_decoded_from_every_radv_trace_gives_the_same_dwords() {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
-    /// For every body type: whatever `decode` gives, encoding it and
-    /// decoding again gives the same value.
+    /// For every body type and family: whatever `decode` gives, encoding
+    /// it and decoding again gives the same value.
     #[test]
     fn decode_of_encode_is_identity(
         op_index in 0usize..256,
         body in proptest::collection::vec(any::<u32>(), 0..24),
+        gfx7 in any::<bool>(),
     ) {
-        let opcodes: Vec<Opcode> = AnyBody::opcodes().collect();
+        let family = if gfx7 { GpuFamily::Gfx7 } else { GpuFamily::Gfx103 };
+        let opcodes: Vec<Opcode> = AnyBody::opcodes_for(family).collect();
         let op = opcodes[op_index % opcodes.len()];
-        if let Ok(Some(x)) = AnyBody::decode(op, &body) {
+        if let Ok(Some(x)) = AnyBody::decode_for(family, op, &body) {
             let mut dwords = Vec::new();
-            x.encode_body(&mut dwords);
-            let again = AnyBody::decode(x.opcode(), &dwords);
-            prop_assert_eq!(again, Ok(Some(x.clone())), "{} {:08x?} -> {:08x?}", op, body, dwords);
+            x.encode_body_for(family, &mut dwords);
+            let again = AnyBody::decode_for(family, x.opcode(), &dwords);
+            prop_assert_eq!(again, Ok(Some(x.clone())), "{} {} {:08x?} -> {:08x?}", family, op, body, dwords);
         }
     }
 }
@@ -220,16 +260,87 @@ fn the_public_builder_emits_what_the_processor_runs() {
 #[test]
 #[ignore]
 fn print_vectors() {
+    print_vectors_of(GpuFamily::Gfx103, radv_traces(), GFX103_EXTRA);
+}
+
+/// [`print_vectors`] for gfx7, from the Bonaire traces, for
+/// `tests/vectors/packets-gfx7.txt`.
+#[test]
+#[ignore]
+fn print_gfx7_vectors() {
+    print_vectors_of(GpuFamily::Gfx7, bonaire_traces(), GFX7_EXTRA);
+}
+
+/// Hand-made gfx7 packets for the forms the Bonaire traces lack.
+const GFX7_EXTRA: &[&[u32]] = &[
+    &[0xC005_5000, 0x0000_0000, 0x0010_0000, 0x0000_0001, 0x0020_0000, 0x0000_0001, 0x01A0_0100], // DMA_DATA, swaps
+    &[0xC005_5000, 0x4000_0000, 0xDEAD_BEEF, 0x0000_0000, 0x0020_0000, 0x0000_0001, 0x001F_FFFC], // DMA_DATA fill, max
+    &[0xC004_4700, 0x0003_1528, 0x0000_1000, 0x2200_0001, 0x0000_0007, 0x0000_0000], // EOP, cache actions, INT_SEL 2
+    &[0xC004_4700, 0x0000_0504, 0x0010_0000, 0x4000_8001, 0x1111_1111, 0x2222_2222], // EOP, 64-bit data
+    &[0xC005_4900, 0x0032_1528, 0x4200_0000, 0x0010_0000, 0x0000_0001, 0x0000_0005, 0x0000_0000], // RELEASE_MEM
+    &[0xC005_5800, 0x28C0_0000, 0x0000_0010, 0x0000_0000, 0x0000_1000, 0x0000_0001, 0x0000_000A], // ACQUIRE_MEM
+    &[0xC003_4300, 0x8000_0040, 0xFFFF_FFFF, 0x0000_0000, 0x0000_000A],              // SURFACE_SYNC
+    &[0xC003_2200, 0x0010_0000, 0x0000_0001, 0x1000_0000, 0x0000_0008],              // COND_EXEC, CONTROL 1
+    &[0xC003_4800, 0x0000_0630, 0x0010_0000, 0x2000_0001, 0x0004_0002],              // EVENT_WRITE_EOS, GDS
+    &[0xC000_5900, 0x8000_0000],                                                     // REWIND
+    &[0xC001_3900, 0x0010_0000, 0xE000_0001],                                        // MEM_SEMAPHORE wait (gfx7 form)
+];
+
+/// Hand-made gfx10.3 packets for opcodes the navi21 traces lack.
+const GFX103_EXTRA: &[&[u32]] = &[
+    &[0xC003_5E00, 0x0010_0000, 0xFFFF_8001, 0x0000_0010, 0x0000_0004], // LOAD_UCONFIG_REG one range
+    &[0xC005_5F00, 0x0010_0000, 0x0000_0001, 0x0000_0008, 0x0000_0002, 0x0000_004C, 0x0000_0001],
+    &[0xC003_6000, 0x0010_0000, 0x0000_0001, 0x0000_0200, 0x0000_0001], // LOAD_CONFIG_REG
+    &[0xC003_6100, 0x0010_0000, 0x0000_0001, 0x0000_0000, 0x0000_0010], // LOAD_CONTEXT_REG
+    &[0xC001_6800, 0x0000_0010, 0x0000_0001],                           // SET_CONFIG_REG
+    &[0xC001_6A00, 0x2000_0290, 0x0000_0001],                           // SET_CONTEXT_REG_INDEX
+    &[0xC002_7800, 0x0000_0004, 0x0000_0011, 0x0000_0022],              // SET_QUEUE_REG
+    &[0xC002_8100, 0x0000_0040, 0x1111_1111, 0x2222_2222],              // WRITE_CONST_RAM
+    &[0xC002_2100, 0x0000_A290, 0xFFFF_FF00, 0x0000_0005],              // REG_RMW
+    &[0xC002_5100, 0x0000_0290, 0x0000_00FF, 0x0000_0011],              // CONTEXT_REG_RMW
+    &[0xC000_2300, 0x0100_0004],                                        // PRED_EXEC
+    &[0xC000_5900, 0x8000_0000],                                        // REWIND
+    &[0xC000_8400, 0x0000_0001],                                        // INCREMENT_CE_COUNTER
+    &[0xC003_2200, 0x0010_0000, 0x0000_8001, 0x0000_0000, 0x0000_0008], // COND_EXEC
+    &[0xC002_2000, 0x0001_0100, 0x0010_0000, 0xFFFF_8001],              // SET_PREDICATION zpass
+    &[0xC002_3900, 0x0010_0000, 0xFFFF_8001, 0xE000_0000],              // MEM_SEMAPHORE wait
+    &[0xC003_4300, 0x8000_0040, 0xFFFF_FFFF, 0x0000_0000, 0x0000_000A], // SURFACE_SYNC
+    &[0xC003_1F00, 0x0010_0000, 0xFFFF_8001, 0x0020_0000, 0xFFFF_8001], // OCCLUSION_QUERY
+    &[0xC007_1E00, 0x0000_0002, 0x0010_0000, 0xFFFF_8001, 0x0000_0001, 0, 0, 0, 10], // ATOMIC_MEM add
+    &[
+        0xC007_4500,
+        0x0000_0113,
+        0x0010_0000,
+        0xFFFF_8001,
+        0x0000_0001,
+        0xFFFF_FFFF,
+        0x0020_0000,
+        0xFFFF_8001,
+        0x0000_0007,
+    ],
+    &[0xC004_4700, 0x0000_0504, 0x0010_0000, 0x2000_8001, 0x0000_0001, 0x0000_0000], // EVENT_WRITE_EOP
+    &[0xC003_4800, 0x0000_0506, 0x0010_0000, 0x4000_8001, 0x0000_0001],              // EVENT_WRITE_EOS
+    &[0xC003_8000, 0x0010_0000, 0xFFFF_8001, 0x0000_0010, 0x0000_0100],              // LOAD_CONST_RAM
+    &[0xC003_8300, 0x4000_0100, 0x0000_0010, 0x0010_0000, 0xFFFF_8001],              // DUMP_CONST_RAM
+    &[0xC002_9E00, 0x0000_0100, 0x0000_0010, 0x0000_0040],                           // DUMP_CONST_RAM_OFFSET
+    &[0xC000_8800, 0x0000_0002],                                                     // WAIT_ON_DE_COUNTER_DIFF
+    &[0xC007_9300, 0x0000_0013, 0x0010_0000, 0xFFFF_8001, 1, 0, 0xFFFF_FFFF, 0xFFFF_FFFF, 4], // WAIT_REG_MEM64
+    &[0xC003_6300, 0x0010_0000, 0xFFFF_8001, 0x8000_0000, 0x0000_0002],              // LOAD_SH_REG_INDEX pairs
+    &[0xC003_6400, 0x0010_0000, 0xFFFF_8001, 0x0000_0242, 0x0000_0001],              // LOAD_UCONFIG_REG_INDEX
+];
+
+fn print_vectors_of(family: GpuFamily, traces: Vec<PathBuf>, extra: &[&[u32]]) {
     let mut seen = std::collections::BTreeSet::new();
     let mut lines = Vec::new();
+    let options = DisasmOptions { family: Some(family), ..DisasmOptions::default() };
     let mut emit = |dwords: &[u32]| {
         let bytes = bytes_of(dwords);
-        let dis = Disassembler::for_raw(&bytes, 0x1000, DisasmOptions::default()).unwrap();
+        let dis = Disassembler::for_raw(&bytes, 0x1000, options.clone()).unwrap();
         let listing = dis.listing();
         let words: Vec<String> = dwords.iter().map(|d| format!("{d:08x}")).collect();
         lines.push(format!("{} -> {}", words.join(" "), line_of(&listing.packets[0])));
     };
-    for path in radv_traces() {
+    for path in traces {
         let trace = Trace::read_file(&path).unwrap();
         for p in Disassembler::for_trace(&trace, DisasmOptions::default()).listing().packets {
             let header = Header(p.dwords[0]);
@@ -242,48 +353,6 @@ fn print_vectors() {
             }
         }
     }
-    // Hand-made packets for opcodes the traces lack, with meaningful values.
-    let extra: &[&[u32]] = &[
-        &[0xC003_5E00, 0x0010_0000, 0xFFFF_8001, 0x0000_0010, 0x0000_0004], // LOAD_UCONFIG_REG one range
-        &[0xC005_5F00, 0x0010_0000, 0x0000_0001, 0x0000_0008, 0x0000_0002, 0x0000_004C, 0x0000_0001],
-        &[0xC003_6000, 0x0010_0000, 0x0000_0001, 0x0000_0200, 0x0000_0001], // LOAD_CONFIG_REG
-        &[0xC003_6100, 0x0010_0000, 0x0000_0001, 0x0000_0000, 0x0000_0010], // LOAD_CONTEXT_REG
-        &[0xC001_6800, 0x0000_0010, 0x0000_0001],                           // SET_CONFIG_REG
-        &[0xC001_6A00, 0x2000_0290, 0x0000_0001],                           // SET_CONTEXT_REG_INDEX
-        &[0xC002_7800, 0x0000_0004, 0x0000_0011, 0x0000_0022],              // SET_QUEUE_REG
-        &[0xC002_8100, 0x0000_0040, 0x1111_1111, 0x2222_2222],              // WRITE_CONST_RAM
-        &[0xC002_2100, 0x0000_A290, 0xFFFF_FF00, 0x0000_0005],              // REG_RMW
-        &[0xC002_5100, 0x0000_0290, 0x0000_00FF, 0x0000_0011],              // CONTEXT_REG_RMW
-        &[0xC000_2300, 0x0100_0004],                                        // PRED_EXEC
-        &[0xC000_5900, 0x8000_0000],                                        // REWIND
-        &[0xC000_8400, 0x0000_0001],                                        // INCREMENT_CE_COUNTER
-        &[0xC003_2200, 0x0010_0000, 0x0000_8001, 0x0000_0000, 0x0000_0008], // COND_EXEC
-        &[0xC002_2000, 0x0001_0100, 0x0010_0000, 0xFFFF_8001],              // SET_PREDICATION zpass
-        &[0xC002_3900, 0x0010_0000, 0xFFFF_8001, 0xE000_0000],              // MEM_SEMAPHORE wait
-        &[0xC003_4300, 0x8000_0040, 0xFFFF_FFFF, 0x0000_0000, 0x0000_000A], // SURFACE_SYNC
-        &[0xC003_1F00, 0x0010_0000, 0xFFFF_8001, 0x0020_0000, 0xFFFF_8001], // OCCLUSION_QUERY
-        &[0xC007_1E00, 0x0000_0002, 0x0010_0000, 0xFFFF_8001, 0x0000_0001, 0, 0, 0, 10], // ATOMIC_MEM add
-        &[
-            0xC007_4500,
-            0x0000_0113,
-            0x0010_0000,
-            0xFFFF_8001,
-            0x0000_0001,
-            0xFFFF_FFFF,
-            0x0020_0000,
-            0xFFFF_8001,
-            0x0000_0007,
-        ],
-        &[0xC004_4700, 0x0000_0504, 0x0010_0000, 0x2000_8001, 0x0000_0001, 0x0000_0000], // EVENT_WRITE_EOP
-        &[0xC003_4800, 0x0000_0506, 0x0010_0000, 0x4000_8001, 0x0000_0001],              // EVENT_WRITE_EOS
-        &[0xC003_8000, 0x0010_0000, 0xFFFF_8001, 0x0000_0010, 0x0000_0100],              // LOAD_CONST_RAM
-        &[0xC003_8300, 0x4000_0100, 0x0000_0010, 0x0010_0000, 0xFFFF_8001],              // DUMP_CONST_RAM
-        &[0xC002_9E00, 0x0000_0100, 0x0000_0010, 0x0000_0040],                           // DUMP_CONST_RAM_OFFSET
-        &[0xC000_8800, 0x0000_0002],                                                     // WAIT_ON_DE_COUNTER_DIFF
-        &[0xC007_9300, 0x0000_0013, 0x0010_0000, 0xFFFF_8001, 1, 0, 0xFFFF_FFFF, 0xFFFF_FFFF, 4], // WAIT_REG_MEM64
-        &[0xC003_6300, 0x0010_0000, 0xFFFF_8001, 0x8000_0000, 0x0000_0002],              // LOAD_SH_REG_INDEX pairs
-        &[0xC003_6400, 0x0010_0000, 0xFFFF_8001, 0x0000_0242, 0x0000_0001],              // LOAD_UCONFIG_REG_INDEX
-    ];
     for dwords in extra {
         let header = Header(dwords[0]);
         if header.length_dw() != Some(dwords.len() as u32) {
@@ -292,14 +361,14 @@ fn print_vectors() {
         seen.insert((header.packet_type() as u8, header.opcode().0, dwords.len()));
         emit(dwords);
     }
-    for op in AnyBody::opcodes() {
+    for op in AnyBody::opcodes_for(family) {
         if seen.iter().any(|&(t, o, _)| t == PacketType::Type3 as u8 && o == op.0) {
             continue;
         }
         for len in 1..16usize {
             let pattern: Vec<u32> = (0..len as u32).map(|i| 0x100 * (i + 1) + i).collect();
-            if let Ok(Some(body)) = AnyBody::decode(op, &pattern) {
-                emit(&body.encode());
+            if let Ok(Some(body)) = AnyBody::decode_for(family, op, &pattern) {
+                emit(&body.encode_for(family));
                 break;
             }
         }

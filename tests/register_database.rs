@@ -246,3 +246,77 @@ fn packet_body_types() {
     assert!(src_lo.fields.is_empty());
     assert!(packet_field_type("NO_SUCH_DWORD", GpuFamily::Gfx103).is_none());
 }
+
+#[test]
+fn shader_stages_per_family() {
+    use pm4core::regs::stages::{program_register, shader_stages, stage_registers, HardwareStage, ProgramRegister};
+    // gfx7: six graphics stages, each with its own RSRC and 16 user-data registers.
+    let gfx7_stages = shader_stages(GpuFamily::Gfx7);
+    assert_eq!(gfx7_stages.iter().map(|s| s.stage).collect::<Vec<_>>(), HardwareStage::ALL);
+    for s in gfx7_stages {
+        assert_eq!(s.user_data_count, 16, "{}", s.stage);
+        assert!(s.rsrc1.is_some() && s.rsrc2.is_some(), "{}", s.stage);
+    }
+    let es = stage_registers(GpuFamily::Gfx7, HardwareStage::Es).unwrap();
+    assert_eq!(
+        (es.pgm_lo, es.pgm_hi, es.rsrc1, es.rsrc2, es.rsrc3, es.user_data),
+        (
+            gfx7::SPI_SHADER_PGM_LO_ES,
+            gfx7::SPI_SHADER_PGM_HI_ES,
+            Some(gfx7::SPI_SHADER_PGM_RSRC1_ES),
+            Some(gfx7::SPI_SHADER_PGM_RSRC2_ES),
+            Some(gfx7::SPI_SHADER_PGM_RSRC3_ES),
+            Some(gfx7::SPI_SHADER_USER_DATA_ES_0)
+        )
+    );
+    assert_eq!(es.user_data_range(), 0x2CCC..0x2CDC);
+    let cs = stage_registers(GpuFamily::Gfx7, HardwareStage::Cs).unwrap();
+    assert_eq!((cs.pgm_lo, cs.rsrc3, cs.user_data_count), (gfx7::COMPUTE_PGM_LO, None, 16));
+    // gfx10.3: 32 per graphics stage; the merged ES and LS stages have no
+    // RSRC or user data of their own.
+    let ps = stage_registers(GpuFamily::Gfx103, HardwareStage::Ps).unwrap();
+    assert_eq!((ps.pgm_lo, ps.user_data_count), (gfx103::SPI_SHADER_PGM_LO_PS, 32));
+    let ls = stage_registers(GpuFamily::Gfx103, HardwareStage::Ls).unwrap();
+    assert_eq!((ls.pgm_lo, ls.rsrc1, ls.user_data, ls.user_data_count), (gfx103::SPI_SHADER_PGM_LO_LS, None, None, 0));
+    assert_eq!(stage_registers(GpuFamily::Gfx103, HardwareStage::Cs).unwrap().rsrc3, Some(gfx103::COMPUTE_PGM_RSRC3));
+    assert_eq!(
+        program_register(GpuFamily::Gfx7, gfx7::SPI_SHADER_PGM_LO_HS),
+        Some((HardwareStage::Hs, ProgramRegister::Lo))
+    );
+    assert_eq!(program_register(GpuFamily::Gfx7, gfx7::COMPUTE_PGM_HI), Some((HardwareStage::Cs, ProgramRegister::Hi)));
+    assert_eq!(program_register(GpuFamily::Gfx7, gfx7::SPI_SHADER_PGM_RSRC1_PS), None);
+}
+
+#[test]
+fn register_views_per_family() {
+    use pm4core::regs::{HardwareStage, ProgramStage, RegisterFile};
+    let mut regs = RegisterFile::new();
+    // gfx7 layout: a GS program, ES user data, a colour target without
+    // BASE_EXT, a depth buffer with DB_DEPTH_SIZE.
+    regs.set(gfx7::SPI_SHADER_PGM_LO_GS, 0x0012_3456);
+    regs.set(gfx7::SPI_SHADER_PGM_HI_GS, 0x01);
+    regs.set(gfx7::SPI_SHADER_USER_DATA_ES_15, 0xE5);
+    regs.set(gfx7::CB_COLOR0_BASE + 15, 0x0004_0000);
+    regs.set(gfx7::CB_COLOR0_PITCH + 15, 0x3F);
+    regs.set(gfx7::CB_COLOR0_SLICE + 15, 0xFFF);
+    regs.set(gfx7::DB_Z_READ_BASE, 0x100);
+    regs.set(gfx7::DB_DEPTH_SIZE, 0x0003_F03F);
+    regs.set(gfx7::DB_Z_INFO, 3);
+    let v = regs.view_for(GpuFamily::Gfx7);
+    assert_eq!(v.family(), GpuFamily::Gfx7);
+    assert_eq!(v.stage_program_address(HardwareStage::Gs), 0x0100_1234_5600);
+    assert_eq!(v.user_data(ProgramStage::Es).len(), 16);
+    assert_eq!(v.user_data(ProgramStage::Es)[15], 0xE5);
+    assert_eq!(v.user_data(ProgramStage::Ps).len(), 16);
+    assert_eq!(v.stage_user_data(HardwareStage::Hs).len(), 16);
+    let rt = v.render_target(1).unwrap();
+    assert_eq!((rt.address, rt.pitch, rt.slice, rt.attrib2, rt.attrib3), (0x0400_0000, 0x3F, 0xFFF, 0, 0));
+    assert_eq!(v.depth(), (3, 0x1_0000, 0x0003_F03F));
+    // The same file read in the gfx10.3 layout: ES user data are GS's, 32.
+    let v = regs.view();
+    assert_eq!(v.family(), GpuFamily::Gfx103);
+    assert_eq!(v.user_data(ProgramStage::Es).len(), 32);
+    assert_eq!(v.user_data(ProgramStage::Es).as_ptr(), v.stage_user_data(HardwareStage::Gs).as_ptr());
+    assert!(v.stage_user_data(HardwareStage::Es).is_empty());
+    assert_eq!(v.depth().2, 0, "DB_DEPTH_SIZE_XY, not gfx7's DB_DEPTH_SIZE");
+}

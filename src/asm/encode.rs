@@ -5,9 +5,10 @@
 use super::expr::{Eval, Expr};
 use super::parse::{Items, Keyed, FLAG_WORDS};
 use super::{AsmError, AsmErrorKind};
+use crate::packet::body::DmaData;
 use crate::packet::{Opcode, COUNT_ONE_DWORD, TYPE2_FILLER};
 use crate::regs::db::event_name;
-use crate::regs::db::{self, RegisterSpace};
+use crate::regs::db::{self, GpuFamily, RegisterSpace};
 use crate::regs::space;
 
 /// Largest body a type-3 header can count (COUNT 0x3FFF means one dword).
@@ -274,6 +275,7 @@ fn opcode(op: Opcode, a: &mut Args<'_, '_>) -> Result<Vec<u32>, AsmError> {
         Opcode::WAIT_REG_MEM | Opcode::WAIT_REG_MEM64 => wait_reg_mem(op == Opcode::WAIT_REG_MEM64, a)?,
         Opcode::WRITE_DATA => write_data(a)?,
         Opcode::RELEASE_MEM => release_mem(a)?,
+        Opcode::EVENT_WRITE_EOP => event_write_eop(a)?,
         Opcode::EVENT_WRITE => {
             let event = a.event(&["event", "event_type"], 0)?;
             let index = a.num(&["index", "event_index"], 4, 0)? as u32;
@@ -305,8 +307,13 @@ fn opcode(op: Opcode, a: &mut Args<'_, '_>) -> Result<Vec<u32>, AsmError> {
             let size = a.num(&["size", "coher_size"], 56, 0xFF_FFFF_FFFF_FFFF)?;
             let base = a.num(&["base", "coher_base"], 56, 0)?;
             let poll = a.num(&["poll", "poll_interval"], 16, 10)? as u32;
-            let gcr = a.num(&["gcr", "gcr_cntl"], 19, 0)? as u32;
-            vec![cntl | (engine << 31), size as u32, (size >> 32) as u32, base as u32, (base >> 32) as u32, poll, gcr]
+            let mut body =
+                vec![cntl | (engine << 31), size as u32, (size >> 32) as u32, base as u32, (base >> 32) as u32, poll];
+            // gfx7's ACQUIRE_MEM has no GCR_CNTL dword.
+            if a.ev.family == GpuFamily::Gfx103 {
+                body.push(a.num(&["gcr", "gcr_cntl"], 19, 0)? as u32);
+            }
+            body
         }
         Opcode::DISPATCH_DIRECT => {
             let x = a.num(&["x", "dim_x"], 32, 1)? as u32;
@@ -439,16 +446,24 @@ fn write_data(a: &mut Args<'_, '_>) -> Result<Vec<u32>, AsmError> {
     Ok(body)
 }
 
-fn release_mem(a: &mut Args<'_, '_>) -> Result<Vec<u32>, AsmError> {
-    const DATA: [(&str, u32); 7] = [
-        ("none", 0),
-        ("data32", 1),
-        ("data64", 2),
-        ("gpu_clock", 3),
-        ("system_clock", 4),
-        ("gds", 5),
-        ("atomic_add32", 7),
-    ];
+/// DATA_SEL names of the releases.
+const DATA_SELECTS: [(&str, u32); 7] =
+    [("none", 0), ("data32", 1), ("data64", 2), ("gpu_clock", 3), ("system_clock", 4), ("gds", 5), ("atomic_add32", 7)];
+
+/// What every release form shares: the event and its index, the
+/// destination, the interrupt (`int_bits` wide), the data and its select,
+/// the address. The data select's default follows `data=`.
+struct Release {
+    event: u32,
+    index: u32,
+    dst: u32,
+    int_sel: u32,
+    data_sel: u32,
+    addr: u64,
+    data: u64,
+}
+
+fn release(a: &mut Args<'_, '_>, int_bits: u32) -> Result<Release, AsmError> {
     let event = a.event(&["event", "event_type"], 0)?;
     let default_index = match event_name(a.ev.family, event) {
         Some(name) if name.ends_with("_TS") || name.ends_with("_TS_EVENT") => 5,
@@ -456,29 +471,64 @@ fn release_mem(a: &mut Args<'_, '_>) -> Result<Vec<u32>, AsmError> {
         _ => 0,
     };
     let index = a.num(&["index", "event_index"], 4, default_index)? as u32;
-    let gcr = a.num(&["gcr", "gcr_cntl"], 12, 0)? as u32;
-    let cache_policy = a.num(&["cache_policy"], 2, 0)? as u32;
-    let execute = a.num(&["execute"], 1, 0)? as u32;
     let dst = a.choice(&["dst", "dst_sel"], &[("mem", 0), ("memory", 0), ("tc_l2", 1)], 2, 0)?;
-    let int_sel = a.num(&["int", "int_sel"], 3, 0)? as u32;
+    let int_sel = a.num(&["int", "int_sel"], int_bits, 0)? as u32;
     let data = a.single(&["data"])?.map(|e| a.ev.eval(e)).transpose()?;
     let default_sel = match data {
         None => 0,
         Some(v) if v > u64::from(u32::MAX) => 2,
         Some(_) => 1,
     };
-    let data_sel = a.choice(&["data_sel"], &DATA, 3, default_sel)?;
+    let data_sel = a.choice(&["data_sel"], &DATA_SELECTS, 3, default_sel)?;
     let addr = a.num(&["addr"], 64, 0)?;
+    Ok(Release { event, index, dst, int_sel, data_sel, addr, data: data.unwrap_or(0) })
+}
+
+/// RELEASE_MEM: the gfx10.3 form (COUNT 6, GCR_CNTL, INT_CTXID), or on
+/// gfx7 the compute-ring form (COUNT 5: `cache=` the cache-action bits
+/// \[27:12\], INT_SEL two bits, no INT_CTXID).
+fn release_mem(a: &mut Args<'_, '_>) -> Result<Vec<u32>, AsmError> {
+    if a.ev.family == GpuFamily::Gfx7 {
+        let cache = a.num(&["cache", "cache_control"], 16, 0)? as u32;
+        let r = release(a, 2)?;
+        return Ok(vec![
+            r.event | (r.index << 8) | (cache << 12),
+            (r.dst << 16) | (r.int_sel << 24) | (r.data_sel << 29),
+            r.addr as u32,
+            (r.addr >> 32) as u32,
+            r.data as u32,
+            (r.data >> 32) as u32,
+        ]);
+    }
+    let gcr = a.num(&["gcr", "gcr_cntl"], 12, 0)? as u32;
+    let cache_policy = a.num(&["cache_policy"], 2, 0)? as u32;
+    let execute = a.num(&["execute"], 1, 0)? as u32;
+    let r = release(a, 3)?;
     let ctxid = a.num(&["ctxid", "int_ctxid"], 32, 0)? as u32;
-    let data = data.unwrap_or(0);
     Ok(vec![
-        event | (index << 8) | (gcr << 12) | (cache_policy << 25) | (execute << 28),
-        (dst << 16) | (int_sel << 24) | (data_sel << 29),
-        addr as u32,
-        (addr >> 32) as u32,
-        data as u32,
-        (data >> 32) as u32,
+        r.event | (r.index << 8) | (gcr << 12) | (cache_policy << 25) | (execute << 28),
+        (r.dst << 16) | (r.int_sel << 24) | (r.data_sel << 29),
+        r.addr as u32,
+        (r.addr >> 32) as u32,
+        r.data as u32,
+        (r.data >> 32) as u32,
         ctxid,
+    ])
+}
+
+/// EVENT_WRITE_EOP (the same on both families): `cache=` the cache-action
+/// bits \[27:12\] (`gcr=` too, as gfx10.3 names them), INT_SEL two bits,
+/// ADDRESS_HI \[15:0\] sharing its dword with DST_SEL, INT_SEL and DATA_SEL.
+fn event_write_eop(a: &mut Args<'_, '_>) -> Result<Vec<u32>, AsmError> {
+    let cache = a.num(&["cache", "cache_control", "gcr"], 16, 0)? as u32;
+    let r = release(a, 2)?;
+    let hi = ((r.addr >> 32) as u32) & 0xFFFF;
+    Ok(vec![
+        r.event | (r.index << 8) | (cache << 12),
+        r.addr as u32,
+        hi | (r.dst << 16) | (r.int_sel << 24) | (r.data_sel << 29),
+        r.data as u32,
+        (r.data >> 32) as u32,
     ])
 }
 
@@ -542,13 +592,36 @@ fn dma_data(a: &mut Args<'_, '_>) -> Result<Vec<u32>, AsmError> {
         None => a.num(&["src"], 64, 0)?,
     };
     let dst = a.num(&["dst"], 64, 0)?;
-    let size = a.num(&["size", "byte_count", "bytes"], 26, 0)? as u32;
-    let mut command = size;
-    for (i, name) in ["sas", "das", "saic", "daic", "raw_wait", "dis_wc"].iter().enumerate() {
-        command |= (a.num(&[name], 1, 0)? as u32) << (26 + i);
-    }
-    let dw0 = engine | (src_cache << 13) | (dst_sel << 20) | (dst_cache << 25) | (src_sel << 29) | (cp_sync << 31);
-    Ok(vec![dw0, src as u32, (src >> 32) as u32, dst as u32, (dst >> 32) as u32, command])
+    // The COMMAND word is the family's (BYTE_COUNT 26 bits on gfx10.3, 21 on gfx7).
+    let family = a.ev.family;
+    let size_bits = DmaData::max_byte_count(family).count_ones();
+    let size = a.num(&["size", "byte_count", "bytes"], size_bits, 0)? as u32;
+    let mut flag = |name: &str| -> Result<bool, AsmError> { Ok(a.num(&[name], 1, 0)? != 0) };
+    let (sas, das, saic, daic, raw_wait, dis_wc) =
+        (flag("sas")?, flag("das")?, flag("saic")?, flag("daic")?, flag("raw_wait")?, flag("dis_wc")?);
+    let swaps = match family {
+        GpuFamily::Gfx7 => (a.num(&["src_swap"], 2, 0)? as u32, a.num(&["dst_swap"], 2, 0)? as u32),
+        GpuFamily::Gfx103 => (0, 0),
+    };
+    let body = DmaData {
+        engine,
+        src_sel,
+        dst_sel,
+        cp_sync: cp_sync != 0,
+        cache_policies: (src_cache, dst_cache),
+        src,
+        dst,
+        byte_count: size,
+        src_is_register: sas,
+        dst_is_register: das,
+        src_no_increment: saic,
+        dst_no_increment: daic,
+        raw_wait,
+        disable_write_confirm: dis_wc,
+        swaps,
+    };
+    // The address dwords as written (a 64-bit value's high half as given).
+    Ok(vec![body.word0(), src as u32, (src >> 32) as u32, dst as u32, (dst >> 32) as u32, body.command(family)])
 }
 
 /// The register named `name`, or an error at `col`.
@@ -646,8 +719,18 @@ fn macro_op(upper: &str, a: &mut Args<'_, '_>) -> Result<Option<Vec<u32>>, AsmEr
                 .and_then(|r| r.field("EVENT_TYPE"))
                 .and_then(|f| f.value_by_name("BOTTOM_OF_PIPE_TS"))
                 .unwrap_or(40);
-            let body = vec![event | (5 << 8), 1 << 29, addr as u32, (addr >> 32) as u32, value, 0, 0];
-            type3(Opcode::RELEASE_MEM, 0, None, body, line, col)?
+            match a.ev.family {
+                GpuFamily::Gfx103 => {
+                    let body = vec![event | (5 << 8), 1 << 29, addr as u32, (addr >> 32) as u32, value, 0, 0];
+                    type3(Opcode::RELEASE_MEM, 0, None, body, line, col)?
+                }
+                // gfx7's graphics ring has no RELEASE_MEM: its fence is EVENT_WRITE_EOP.
+                GpuFamily::Gfx7 => {
+                    let hi = ((addr >> 32) as u32 & 0xFFFF) | (1 << 29);
+                    let body = vec![event | (5 << 8), addr as u32, hi, value, 0];
+                    type3(Opcode::EVENT_WRITE_EOP, 0, None, body, line, col)?
+                }
+            }
         }
         "IB" | "CHAIN" => {
             macro_arity(a, args, 2)?;

@@ -36,7 +36,7 @@
 //! | directive | chunk / effect |
 //! |---|---|
 //! | `.info key=value` | an `INFO` entry; the value is the rest of the line verbatim. `.info "key" "value"` takes quoted strings (escapes `\\ \" \n \r \t \0 \xNN`). Every `.info` must come first. |
-//! | `.gpu gfx10.3` / `.gpu gfx7` | the register database for register names (no chunk); default: the first `.info gpu=` naming a known family, else gfx10.3 |
+//! | `.gpu gfx10.3` / `.gpu gfx7` | the GPU family (no chunk): its register database for register names, and its packet forms for the field forms below (gfx7: DMA_DATA's COMMAND word, RELEASE_MEM's compute-ring form, ACQUIRE_MEM without GCR_CNTL, the `fence` macro as EVENT_WRITE_EOP); default: the first `.info gpu=` naming a known family, else gfx10.3 |
 //! | `.mem [ADDR]` ... `.end` | a `MEM ` region holding the block's bytes; without ADDR it goes after every region so far, 256-byte aligned (the first at `0x100000`) |
 //! | `.zero ADDR, LEN` | a `ZERO` region |
 //! | `.write ADDR` ... `.end` | a `WRIT` host write of the block's bytes |
@@ -84,7 +84,12 @@
 //!     `dst=mem|tc_l2`, `int=`, `data_sel=none|data32|data64|gpu_clock|
 //!     system_clock|gds|atomic_add32` [data32 when `data=` fits 32 bits,
 //!     data64 when it does not, none without data], `addr=`, `data=`,
-//!     `ctxid=`, `cache_policy=`, `execute=`.
+//!     `ctxid=`, `cache_policy=`, `execute=`. On gfx7 (its compute-ring
+//!     form, COUNT 5): `cache=` (the cache-action bits \[27:12\]) instead of
+//!     `gcr=`, `int=` two bits, and no `ctxid=`, `cache_policy=`, `execute=`.
+//!   - `EVENT_WRITE_EOP`: `event=`, `index=`, `cache=` (or `gcr=`: dw0
+//!     bits \[27:12\]), `dst=`, `int=` (two bits), `data_sel=`, `addr=`,
+//!     `data=`, as RELEASE_MEM takes them.
 //!   - `EVENT_WRITE`: `event=`, `index=` [0], `addr=` (adds the two address
 //!     dwords).
 //!   - `INDIRECT_BUFFER` / `INDIRECT_BUFFER_CONST`: `addr=`, `size=`
@@ -95,9 +100,11 @@
 //!   - `DMA_DATA`: `src=` or `data=` (fill), `dst=`, `size=` (bytes),
 //!     `src_sel=addr|gds|data|addr_l2`, `dst_sel=addr|gds|nowhere|addr_l2`,
 //!     `engine=me|pfp`, `cp_sync=`, `sas= das= saic= daic= raw_wait=
-//!     dis_wc=`, `src_cache_policy=`, `dst_cache_policy=`.
+//!     dis_wc=`, `src_cache_policy=`, `dst_cache_policy=`; the COMMAND
+//!     word is the family's (`size=` up to 2^26 − 1 on gfx10.3, 2^21 − 1
+//!     on gfx7, which also takes `src_swap=` and `dst_swap=`).
 //!   - `ACQUIRE_MEM`: `cntl=`, `engine=pfp|me`, `size=` (COHER_SIZE, 56 bits) [0xffffff_ffffffff, as Mesa writes it],
-//!     `base=` [0], `poll=` [10], `gcr=`.
+//!     `base=` [0], `poll=` [10], `gcr=` (gfx10.3 only: gfx7's form has no GCR_CNTL).
 //!   - `DISPATCH_DIRECT`: `x= y= z=` [1], `initiator=` [1];
 //!     `DRAW_INDEX_AUTO`: `count=`, `initiator=` [2].
 //!
@@ -110,7 +117,7 @@
 //! | `set_program STAGE, ADDR` | `SET_SH_REG SPI_SHADER_PGM_LO_<STAGE>` (COMPUTE_PGM_LO for `cs`), `pgm_lo(ADDR), pgm_hi(ADDR)` |
 //! | `set_user_data STAGE, N, v, ...` | `SET_SH_REG` of SPI_SHADER_USER_DATA_<STAGE>_N (COMPUTE_USER_DATA_N) |
 //! | `write_wait ADDR, VALUE` | `WRITE_DATA dst=mem wr_confirm=1 addr=ADDR data=VALUE` then `WAIT_REG_MEM function=eq addr=ADDR ref=VALUE` |
-//! | `fence ADDR, VALUE` | `RELEASE_MEM event=BOTTOM_OF_PIPE_TS index=5 data_sel=data32 addr=ADDR data=VALUE` |
+//! | `fence ADDR, VALUE` | `RELEASE_MEM event=BOTTOM_OF_PIPE_TS index=5 data_sel=data32 addr=ADDR data=VALUE` (on gfx7 `EVENT_WRITE_EOP` with the same fields) |
 //! | `ib ADDR, DWORDS` / `chain ADDR, DWORDS` | `INDIRECT_BUFFER addr=ADDR size=DWORDS valid=1` (`chain=1`) |
 //! | `dispatch X, Y, Z` | `DISPATCH_DIRECT compute X, Y, Z, 1` |
 //! | `draw COUNT` | `DRAW_INDEX_AUTO COUNT, 2` |

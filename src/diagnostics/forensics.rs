@@ -241,7 +241,7 @@ pub fn investigate(
 ) -> Vec<QueueForensics> {
     let empty = StallReport::default();
     let report = report.unwrap_or(&empty);
-    let family = trace.gpu().and_then(|g| g.parse::<GpuFamily>().ok()).unwrap_or(GpuFamily::Gfx103);
+    let family = trace.gpu_family().unwrap_or_default();
     let mut observer = ForensicsObserver {
         recent: (0..QueueId::COUNT).map(|_| VecDeque::new()).collect(),
         watches: Vec::new(),

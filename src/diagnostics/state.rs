@@ -241,7 +241,7 @@ pub fn state_at(
     queue: Option<QueueId>,
     at: StopAt,
 ) -> Result<QueueState, StateError> {
-    let family = trace.gpu().and_then(|g| g.parse::<GpuFamily>().ok()).unwrap_or(GpuFamily::Gfx103);
+    let family = trace.gpu_family().unwrap_or_default();
     let queue = match (queue, at) {
         (None, StopAt::Index(_)) => Some(QueueId::GRAPHICS),
         (q, _) => q,

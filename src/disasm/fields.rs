@@ -36,6 +36,23 @@ pub fn packet_name(header: Header) -> String {
     header.name().to_string()
 }
 
+/// [`packet_name`] in `family`'s opcode map: an opcode the family does not
+/// have ([`Opcode::exists_on`]) is `UNKNOWN_0xNN`, as its CP meets it.
+pub fn packet_name_on(family: GpuFamily, header: Header) -> String {
+    match header.packet_type() {
+        PacketType::Type3 => opcode_name_on(family, header.opcode()),
+        _ => packet_name(header),
+    }
+}
+
+/// An opcode's name in `family`'s map, `UNKNOWN_0xNN` without one.
+pub(crate) fn opcode_name_on(family: GpuFamily, op: Opcode) -> String {
+    match op.name_on(family) {
+        Some(name) => name.to_owned(),
+        None => format!("UNKNOWN_{:#04x}", op.0),
+    }
+}
+
 pub use crate::regs::db::event_name;
 
 /// The register-space base of a plain register-writing opcode.
@@ -91,9 +108,9 @@ fn body_field(family: GpuFamily, field: &BodyField<'_>) -> Option<Field> {
 }
 
 /// Decodes a packet's fields: register writes with names and bitfields,
-/// bodies through [`AnyBody`]'s `fields()` with `family`'s register,
-/// event and bitfield names. An error means the body is shorter than its
-/// layout.
+/// bodies through [`AnyBody::decode_for`] and `fields_for` in `family`'s
+/// layouts, with its register, event and bitfield names. An error means
+/// the body is shorter than its layout.
 pub fn decode_fields(family: GpuFamily, p: &Packet<'_>) -> Result<Vec<Field>, BodyError> {
     match p.header.packet_type() {
         PacketType::Type0 => {
@@ -112,6 +129,6 @@ pub fn decode_fields(family: GpuFamily, p: &Packet<'_>) -> Result<Vec<Field>, Bo
     if p.header.length_dw() == Some(1) {
         return Ok(Vec::new());
     }
-    let Some(body) = AnyBody::decode(p.opcode(), p.body)? else { return Ok(Vec::new()) };
-    Ok(body.fields().iter().filter_map(|f| body_field(family, f)).collect())
+    let Some(body) = AnyBody::decode_for(family, p.opcode(), p.body)? else { return Ok(Vec::new()) };
+    Ok(body.fields_for(family).iter().filter_map(|f| body_field(family, f)).collect())
 }

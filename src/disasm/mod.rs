@@ -52,7 +52,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::io;
 use std::sync::Arc;
 
-pub use fields::{decode_fields, event_name, packet_name, register_base, Field};
+pub use fields::{decode_fields, event_name, packet_name, packet_name_on, register_base, Field};
 
 use crate::memory::{GuestMemory, SparseMemory, ADDRESS_SPACE_END};
 use crate::packet::body::IndirectBufferForm;
@@ -308,7 +308,7 @@ pub struct Disassembler<'a> {
 impl<'a> Disassembler<'a> {
     /// Walks every submission of `trace`, in trace order.
     pub fn for_trace(trace: &'a Trace, options: DisasmOptions) -> Self {
-        let family = options.family.or_else(|| trace.gpu().and_then(|g| g.parse().ok())).unwrap_or(GpuFamily::Gfx103);
+        let family = options.family.or_else(|| trace.gpu_family()).unwrap_or_default();
         Disassembler { input: Input::Trace(trace), options, family }
     }
 
@@ -343,7 +343,7 @@ impl<'a> Disassembler<'a> {
         let memory = SparseMemory::new();
         memory.map_shared(base, Arc::clone(&bytes), 0, whole).map_err(|_| DisasmError::OutOfRange { base, len })?;
         let size_dw = u32::try_from(whole / 4).unwrap_or(u32::MAX);
-        let family = options.family.unwrap_or(GpuFamily::Gfx103);
+        let family = options.family.unwrap_or_default();
         Ok(Disassembler { input: Input::Raw { memory, base, size_dw, tail, bytes }, options, family })
     }
 
@@ -549,7 +549,7 @@ impl Walker<'_, '_, '_> {
     fn finish(mut self) -> WalkSummary {
         for (opcode, &n) in self.opcode_counts.iter().enumerate() {
             if n > 0 {
-                self.summary.by_opcode.insert(Opcode(opcode as u8).to_string(), n);
+                self.summary.by_opcode.insert(fields::opcode_name_on(self.family, Opcode(opcode as u8)), n);
             }
         }
         for (name, &n) in ["TYPE0", "TYPE1", "TYPE2"].iter().zip(&self.type_counts) {
@@ -725,7 +725,7 @@ impl Walker<'_, '_, '_> {
             Sink::Events { decode, sink } => (*decode, sink),
         };
         let mut problem = problem.map(str::to_owned);
-        let name = packet_name(header);
+        let name = packet_name_on(self.family, header);
         let type3 = header.packet_type() == PacketType::Type3;
         let mut fields = Vec::new();
         if decode && problem.is_none() {

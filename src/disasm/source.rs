@@ -312,12 +312,24 @@ fn field_keys(op: Opcode) -> Option<&'static [(&'static str, &'static str)]> {
             ("EVENT", "event"),
             ("EVENT_INDEX", "index"),
             ("GCR_CNTL", "gcr"),
+            ("CACHE_CONTROL", "cache"),
             ("DST_SEL", "dst"),
             ("INT_SEL", "int"),
             ("DATA_SEL", "data_sel"),
             ("ADDR", "addr"),
             ("DATA", "data"),
             ("INT_CTXID", "ctxid"),
+        ],
+        Opcode::EVENT_WRITE_EOP => &[
+            ("EVENT", "event"),
+            ("EVENT_INDEX", "index"),
+            ("GCR_CNTL", "cache"),
+            ("CACHE_CONTROL", "cache"),
+            ("DST_SEL", "dst"),
+            ("INT_SEL", "int"),
+            ("DATA_SEL", "data_sel"),
+            ("ADDR", "addr"),
+            ("DATA", "data"),
         ],
         Opcode::EVENT_WRITE => &[("EVENT", "event"), ("EVENT_INDEX", "index"), ("ADDR", "addr")],
         Opcode::INDIRECT_BUFFER | Opcode::INDIRECT_BUFFER_CONST => &[
@@ -350,11 +362,15 @@ fn field_keys(op: Opcode) -> Option<&'static [(&'static str, &'static str)]> {
             ("CP_SYNC", "cp_sync"),
             ("ENGINE", "engine"),
         ],
+        // gfx7 names the first three by the CP_COHER_* registers.
         Opcode::ACQUIRE_MEM => &[
             ("COHER_CNTL", "cntl"),
+            ("CP_COHER_CNTL", "cntl"),
             ("ENGINE", "engine"),
             ("COHER_SIZE", "size"),
+            ("CP_COHER_SIZE", "size"),
             ("COHER_BASE", "base"),
+            ("CP_COHER_BASE", "base"),
             ("POLL_INTERVAL", "poll"),
             ("GCR_CNTL", "gcr"),
         ],
@@ -388,8 +404,8 @@ fn asm_value(family: GpuFamily, value: &FieldValue<'_>) -> Option<String> {
 /// body dwords).
 fn field_statement(family: GpuFamily, op: Opcode, head: &str, body: &[u32], packet: &[u32]) -> Option<String> {
     let keys = field_keys(op)?;
-    let decoded = AnyBody::decode(op, body).ok()??;
-    let fields = decoded.fields();
+    let decoded = AnyBody::decode_for(family, op, body).ok()??;
+    let fields = decoded.fields_for(family);
     // Drivers write 48-bit addresses sign-extended to 64 bits (the canonical
     // form), which the typed bodies keep as 48 bits: try that form first.
     for canonical in [true, false] {
@@ -398,9 +414,11 @@ fn field_statement(family: GpuFamily, op: Opcode, head: &str, body: &[u32], pack
             let Some(f) = fields.iter().find(|f| f.name == field) else { continue };
             let value = match (&decoded, field, f.value) {
                 // COHER_SIZE_HI's bits above the 40-bit size go with the size.
-                (AnyBody::AcquireMem(a), "COHER_SIZE", _) => {
+                (AnyBody::AcquireMem(a), "COHER_SIZE" | "CP_COHER_SIZE", _) => {
                     format!("{:#x}", a.size | (u64::from(a.size_hi_rest) << 40))
                 }
+                // gfx7 names the base's low dword by its register.
+                (AnyBody::AcquireMem(a), "CP_COHER_BASE", _) => format!("{:#x}", a.base),
                 (_, _, FieldValue::Hex(v)) if canonical && ADDRESS_KEYS.contains(&key) && v >> 47 == 1 => {
                     format!("{:#x}", v | 0xFFFF_0000_0000_0000)
                 }
@@ -418,6 +436,8 @@ fn field_statement(family: GpuFamily, op: Opcode, head: &str, body: &[u32], pack
                 ("dis_wc", u32::from(d.disable_write_confirm)),
                 ("src_cache_policy", d.cache_policies.0),
                 ("dst_cache_policy", d.cache_policies.1),
+                ("src_swap", d.swaps.0),
+                ("dst_swap", d.swaps.1),
             ];
             for (key, v) in extra.into_iter().filter(|&(_, v)| v != 0) {
                 text.push_str(&format!(" {key}={v}"));

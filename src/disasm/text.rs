@@ -138,7 +138,7 @@ impl<'o> TextWriter<'o> {
             PacketType::Type0 => self.put(b"TYPE0"),
             PacketType::Type1 => self.put(b"TYPE1"),
             PacketType::Type2 => self.put(b"TYPE2"),
-            PacketType::Type3 => match header.opcode().name() {
+            PacketType::Type3 => match header.opcode().name_on(self.family) {
                 Some(name) => self.put(name.as_bytes()),
                 None => {
                     self.put(b"UNKNOWN_");
@@ -163,23 +163,26 @@ impl<'o> TextWriter<'o> {
                 PacketType::Type0 => registers = Some((header.type0_base(), body)),
                 PacketType::Type1 | PacketType::Type2 => {}
                 PacketType::Type3 if header.length_dw() == Some(1) => {}
-                PacketType::Type3 => match register_base(header.opcode()) {
-                    Some(base) => match SetRegisters::decode(&packet) {
-                        Ok(set) => {
-                            if set.index != 0 {
-                                self.put(b" INDEX=");
-                                self.decimal(u64::from(set.index));
+                // A register writer the family lacks has no fields, as decode_fields says.
+                PacketType::Type3 => {
+                    match register_base(header.opcode()).filter(|_| header.opcode().exists_on(self.family)) {
+                        Some(base) => match SetRegisters::decode(&packet) {
+                            Ok(set) => {
+                                if set.index != 0 {
+                                    self.put(b" INDEX=");
+                                    self.decimal(u64::from(set.index));
+                                }
+                                registers = Some((base.wrapping_add(set.offset), set.values));
                             }
-                            registers = Some((base.wrapping_add(set.offset), set.values));
-                        }
-                        Err(e) => decode_problem = Some(e.to_string()),
-                    },
-                    None => match AnyBody::decode(header.opcode(), body) {
-                        Ok(Some(decoded)) => decoded.fields_into(&mut fields),
-                        Ok(None) => {}
-                        Err(e) => decode_problem = Some(e.to_string()),
-                    },
-                },
+                            Err(e) => decode_problem = Some(e.to_string()),
+                        },
+                        None => match AnyBody::decode_for(self.family, header.opcode(), body) {
+                            Ok(Some(decoded)) => decoded.fields_into_for(self.family, &mut fields),
+                            Ok(None) => {}
+                            Err(e) => decode_problem = Some(e.to_string()),
+                        },
+                    }
+                }
             }
         }
         for f in &fields {

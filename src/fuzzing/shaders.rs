@@ -10,12 +10,14 @@
 //! Invariants: a creation that fails leaves memory untouched (the
 //! documented promise of [`create_shader`]); a creation that succeeds holds
 //! the code address, is accepted by [`register_relocated`] as the same
-//! shader and refused a second time; the registry resolves what it created.
+//! shader and refused a second time; the registry resolves what it created;
+//! the registry's cached PS4 lookup of the blob's address is what
+//! [`GnmProgram::read`] gives, before and after a write drops it.
 
 use super::{Input, Outcome, Violation};
 use crate::memory::{GuestMemory, SparseMemory, ADDRESS_MASK};
 use crate::shader::dvlb::Dvlb;
-use crate::shader::gnm::{locate_in_memory, locate_orbshdr, vcc_hi_candidate, GnmCode, GnmShaderFile};
+use crate::shader::gnm::{locate_in_memory, locate_orbshdr, vcc_hi_candidate, GnmCode, GnmProgram, GnmShaderFile};
 use crate::shader::inspect::{detect, inspect};
 use crate::shader::{create_shader, register_relocated, AgcShader, ShaderError, ShaderRegistry};
 
@@ -44,6 +46,18 @@ pub fn shader_containers(data: &[u8]) -> Outcome {
     let _ = AgcShader::read(&m, header_at).map(|s| format!("{s:?}"));
     let _ = GnmCode::read(&m, header_at).map(|c| c.crc_matches());
     let _ = locate_in_memory(&m, header_at);
+    let direct = GnmProgram::read(&m, header_at);
+    let registry = ShaderRegistry::new();
+    for round in 0..2 {
+        let cached = registry.try_resolve_gnm(&m, header_at).map(|p| p.map(|p| (*p).clone()));
+        if cached != direct {
+            return Err(fail(format!("GNM lookup {round}: the registry gives {cached:?}, a read {direct:?}")));
+        }
+    }
+    registry.invalidate_range(header_at, blob.len() as u64);
+    if registry.try_resolve_gnm(&m, header_at).map(|p| p.map(|p| (*p).clone())) != direct {
+        return Err(fail("GNM lookup after an invalidation differs from a read".to_owned()));
+    }
     let _ = register_relocated(&m, header_at, code);
 
     let pristine = m.clone();

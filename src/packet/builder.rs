@@ -11,6 +11,11 @@
 //! anything else. [`Label`]s mark where a packet starts so its dwords can be
 //! patched once a value is known (a chain's target, a fence value).
 //!
+//! A buffer encodes its typed packets in one GPU family's layouts
+//! ([`CommandBuffer::for_family`], [`CommandBuffer::with_family`];
+//! gfx10.3 by default): a PS4 emulator builds gfx7 streams with the same
+//! body types.
+//!
 //! **Nothing is wrapped.** A body longer than a header's COUNT can say, a
 //! field whose value does not fit its bits (every typed body is decoded
 //! back after encoding and must give the same fields), a register outside
@@ -52,6 +57,7 @@
 //! ```
 
 use crate::memory::ADDRESS_SPACE_END;
+use crate::regs::db::GpuFamily;
 
 use super::body::{type3_header, AnyBody, Body, IndirectBuffer, ReleaseMem, WaitRegMem, WriteData};
 use super::body::{CompareFunction, SetRegisters};
@@ -198,12 +204,37 @@ pub struct CommandBuffer<S: Storage = Vec<u32>> {
     storage: S,
     /// A packet is encoded here first, checked, then appended whole.
     scratch: Vec<u32>,
+    /// Whose layouts the typed packets take.
+    family: GpuFamily,
 }
 
 impl CommandBuffer<Vec<u32>> {
-    /// An empty buffer that grows.
+    /// An empty buffer of gfx10.3 packets that grows.
     pub fn new() -> Self {
-        Self { storage: Vec::new(), scratch: Vec::new() }
+        Self::for_family(GpuFamily::default())
+    }
+
+    /// An empty buffer that grows, whose typed packets take `family`'s
+    /// layouts.
+    ///
+    /// ```
+    /// use pm4core::packet::body::{Body, DmaData};
+    /// use pm4core::packet::builder::{CommandBuffer, Signal};
+    /// use pm4core::packet::Opcode;
+    /// use pm4core::GpuFamily;
+    ///
+    /// // A PS4 stream: a 96-byte DMA_DATA copy and a fence with an interrupt.
+    /// let body = [0x6030_0000, 0x12_9100, 0, 0x12_9100, 0, 0x0020_0060];
+    /// let copy = DmaData::decode_body_for(GpuFamily::Gfx7, Opcode::DMA_DATA, &body)?;
+    /// let mut cb = CommandBuffer::for_family(GpuFamily::Gfx7);
+    /// cb.packet(&copy)?.release32(0x1000, 1, Signal::Interrupt)?;
+    /// assert_eq!(cb.dwords()[1..7], body);
+    /// // gfx7's graphics ring has no RELEASE_MEM: the fence is an EVENT_WRITE_EOP.
+    /// assert_eq!(cb.dwords()[7], 0xC004_4700);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn for_family(family: GpuFamily) -> Self {
+        Self { storage: Vec::new(), scratch: Vec::new(), family }
     }
 
     /// The dwords.
@@ -216,7 +247,7 @@ impl<'a> CommandBuffer<FixedBuffer<'a>> {
     /// A buffer that fills `buffer` from its start and refuses a packet that
     /// does not fit ([`BuildError::BufferFull`]).
     pub fn in_buffer(buffer: &'a mut [u32]) -> Self {
-        Self { storage: FixedBuffer { buffer, len: 0 }, scratch: Vec::new() }
+        Self { storage: FixedBuffer { buffer, len: 0 }, scratch: Vec::new(), family: GpuFamily::default() }
     }
 
     /// Dwords still free.
@@ -244,6 +275,17 @@ fn check_address(address: u64, alignment: u64) -> Result<(), BuildError> {
 }
 
 impl<S: Storage> CommandBuffer<S> {
+    /// The buffer, its typed packets taking `family`'s layouts from now on.
+    pub fn with_family(mut self, family: GpuFamily) -> Self {
+        self.family = family;
+        self
+    }
+
+    /// The family whose layouts the typed packets take.
+    pub fn family(&self) -> GpuFamily {
+        self.family
+    }
+
     /// The dwords so far.
     pub fn dwords(&self) -> &[u32] {
         self.storage.dwords()
@@ -318,7 +360,7 @@ impl<S: Storage> CommandBuffer<S> {
         let opcode = body.opcode();
         self.scratch.clear();
         self.scratch.push(0);
-        body.encode_body(&mut self.scratch);
+        body.encode_body_for(self.family, &mut self.scratch);
         let body_dw = self.scratch.len() - 1;
         if body_dw > MAX_BODY_DW {
             return Err(BuildError::BodyTooLong { opcode, dwords: body_dw });
@@ -326,10 +368,10 @@ impl<S: Storage> CommandBuffer<S> {
         if let Some(header) = self.scratch.first_mut() {
             *header = type3_header(opcode, body_dw as u32).0;
         }
-        let wanted = body.fields();
+        let wanted = body.fields_for(self.family);
         let encoded = self.scratch.get(1..).unwrap_or_default();
-        if let Ok(Some(decoded)) = AnyBody::decode(opcode, encoded) {
-            let got = decoded.fields();
+        if let Ok(Some(decoded)) = AnyBody::decode_for(self.family, opcode, encoded) {
+            let got = decoded.fields_for(self.family);
             for (want, have) in wanted.iter().zip(got.iter()) {
                 if want.name == have.name && want.value != have.value {
                     return Err(BuildError::FieldDoesNotFit {
@@ -497,14 +539,21 @@ impl<S: Storage> CommandBuffer<S> {
 
     /// RELEASE_MEM BOTTOM_OF_PIPE_TS writing the 32-bit `data` to the
     /// dword-aligned `address` once earlier work is done, with an interrupt
-    /// (INT_SEL 2, INT_CTXID 0x77) or without.
+    /// (INT_SEL 2, INT_CTXID 0x77) or without. On gfx7, whose graphics ring
+    /// has no RELEASE_MEM, the same release as an EVENT_WRITE_EOP (no
+    /// INT_CTXID).
     pub fn release32(&mut self, address: u64, data: u32, signal: Signal) -> Result<&mut Self, BuildError> {
         check_address(address, 4)?;
         let release = ReleaseMem {
             int_ctxid: if signal == Signal::Interrupt { 0x77 } else { 0 },
             ..ReleaseMem::new(0x28, 1, address, u64::from(data), signal.int_sel())
         };
-        self.packet(&release)
+        match self.family {
+            GpuFamily::Gfx103 => self.packet(&release),
+            GpuFamily::Gfx7 => {
+                self.packet(&ReleaseMem { opcode: Opcode::EVENT_WRITE_EOP, int_ctxid: 0, legacy: false, ..release })
+            }
+        }
     }
 
     /// RELEASE_MEM BOTTOM_OF_PIPE_TS writing the 64-bit `data` to the

@@ -99,6 +99,8 @@ impl fmt::Display for FieldValue<'_> {
             }
             FieldValue::Quoted(n) => write!(f, "\"{n}\""),
             FieldValue::Raw(v) => write!(f, "{v:#010x}"),
+            // `Display` names registers and events by the gfx10.3 database;
+            // the disassembler names them by the stream's family.
             FieldValue::Register(r) => match crate::regs::db::register(crate::regs::db::GpuFamily::Gfx103, r) {
                 Some(info) => f.write_str(info.name),
                 None => write!(f, "REG_{r:#06x}"),

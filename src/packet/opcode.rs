@@ -4,9 +4,14 @@
 //! the names below are the gfx10.3 opcode map (plus the gfx7 forms that still
 //! appear in PS5 streams). Names follow the AMD/Mesa spelling without the
 //! `PKT3_` prefix.
+//!
+//! Which opcodes a family's command processor has is data here too:
+//! [`Opcode::exists_on`] and [`Opcode::compute_only_on`] give gfx7's
+//! opcode map against gfx10.3's (packets.md §2, its gfx7 column).
 
 use std::fmt;
 
+use crate::regs::db::GpuFamily;
 use crate::regs::RegisterSpace;
 
 /// A type-3 packet opcode.
@@ -239,7 +244,126 @@ impl Opcode {
     pub fn all_named() -> impl Iterator<Item = Opcode> {
         (0..=255u8).map(Opcode).filter(|op| op.is_known())
     }
+
+    /// True when `family`'s command processor has this opcode: every named
+    /// opcode on gfx10.3; on gfx7 the named ones but those gfx7 lacks
+    /// ([`GFX7_ABSENT`]). A CP meets an opcode it does not have as it meets
+    /// an unnamed one: an unknown packet.
+    ///
+    /// ```
+    /// use pm4core::packet::Opcode;
+    /// use pm4core::GpuFamily;
+    ///
+    /// assert!(Opcode::EVENT_WRITE_EOP.exists_on(GpuFamily::Gfx7));
+    /// assert!(!Opcode::SET_UCONFIG_REG_INDEX.exists_on(GpuFamily::Gfx7));
+    /// assert!(Opcode::SET_UCONFIG_REG_INDEX.exists_on(GpuFamily::Gfx103));
+    /// assert_eq!(Opcode::PRIME_UTCL2.name_on(GpuFamily::Gfx7), None);
+    /// ```
+    pub const fn exists_on(self, family: GpuFamily) -> bool {
+        if !self.is_known() {
+            return false;
+        }
+        match family {
+            GpuFamily::Gfx103 => true,
+            GpuFamily::Gfx7 => !contains(&GFX7_ABSENT, self),
+        }
+    }
+
+    /// The opcode's name in `family`'s opcode map: [`Opcode::name`] when
+    /// the family has the opcode ([`Opcode::exists_on`]), else `None`.
+    pub const fn name_on(self, family: GpuFamily) -> Option<&'static str> {
+        if self.exists_on(family) {
+            self.name()
+        } else {
+            None
+        }
+    }
+
+    /// True when `family`'s CP runs this opcode on compute rings only, so
+    /// that a graphics ring meets it as an unknown packet: on gfx7
+    /// RELEASE_MEM ("GFX8 [compute ring only]", Mesa `sid.h`), REWIND
+    /// ("CIK [compute ring only]") and SET_QUEUE_REG ([`GFX7_COMPUTE_ONLY`]).
+    /// Always false on gfx10.3, whose rings differ only in the packets the
+    /// compute rings lack (the same on both families: the processor's
+    /// graphics-only table).
+    pub const fn compute_only_on(self, family: GpuFamily) -> bool {
+        match family {
+            GpuFamily::Gfx103 => false,
+            GpuFamily::Gfx7 => contains(&GFX7_COMPUTE_ONLY, self),
+        }
+    }
 }
+
+const fn contains(list: &[Opcode], op: Opcode) -> bool {
+    let mut i = 0;
+    while i < list.len() {
+        if list[i].0 == op.0 {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// The named opcodes gfx7's command processor does not have (packets.md
+/// §2, gfx7 column "no", "gfx6 only", "VI+" or "gfx9+"; and the gfx9+
+/// kernel and queue-management packets the column leaves empty): gfx6
+/// leftovers, the gfx8/gfx9 additions (the _INDEX loaders and writers,
+/// DUMP_CONST_RAM_OFFSET, WAIT_REG_MEM64, PRIME_UTCL2, FRAME_CONTROL), and
+/// everything gfx10 brought (mesh and task, dispatch-draw, PERFMON_CONTROL,
+/// WAIT_FOR_WRITE_CONFIRM, CONTEXT_PUSH/POP, the gfx10.1/10.3 encodings).
+pub const GFX7_ABSENT: [Opcode; 44] = [
+    Opcode::DRAW_INDEX_IMMD,
+    Opcode::INDIRECT_BUFFER_PRIV,
+    Opcode::DRAW_INDEX_MULTI_INST,
+    Opcode::MEM_WRITE,
+    Opcode::DISPATCH_MESH_INDIRECT_MULTI,
+    Opcode::DISPATCH_TASKMESH_GFX,
+    Opcode::PERFMON_CONTROL,
+    Opcode::ONE_REG_WRITE,
+    Opcode::PRIME_UTCL2,
+    Opcode::LOAD_SH_REG_INDEX,
+    Opcode::LOAD_UCONFIG_REG_INDEX,
+    Opcode::SET_CONTEXT_REG_INDEX,
+    Opcode::SET_UCONFIG_REG_INDEX,
+    Opcode::WAIT_ON_DE_COUNTER,
+    Opcode::DISPATCH_DRAW_PREAMBLE,
+    Opcode::DISPATCH_DRAW,
+    Opcode::DRAW_MULTI_PREAMBLE_GFX101,
+    Opcode::FRAME_CONTROL,
+    Opcode::WAIT_FOR_WRITE_CONFIRM,
+    Opcode::WAIT_REG_MEM64,
+    Opcode::COND_PREEMPT,
+    Opcode::HDP_FLUSH,
+    Opcode::COPY_DATA_RB,
+    Opcode::INVALIDATE_TLBS,
+    Opcode::AQL_PACKET_GFX101,
+    Opcode::DMA_DATA_FILL_MULTI,
+    Opcode::DUMP_CONST_RAM_OFFSET,
+    Opcode::LOAD_CONTEXT_REG_INDEX,
+    Opcode::SET_RESOURCES,
+    Opcode::MAP_PROCESS,
+    Opcode::MAP_QUEUES,
+    Opcode::UNMAP_QUEUES,
+    Opcode::QUERY_STATUS,
+    Opcode::RUN_LIST,
+    Opcode::MAP_PROCESS_VM,
+    Opcode::DISPATCH_TASK_STATE_INIT,
+    Opcode::DISPATCH_TASKMESH_DIRECT_ACE,
+    Opcode::CONTEXT_PUSH,
+    Opcode::CONTEXT_POP,
+    Opcode::DISPATCH_TASKMESH_INDIRECT_MULTI_ACE,
+    Opcode::EXECUTE_INDIRECT,
+    Opcode::BUILD_UNTYPED_SRD,
+    Opcode::DRAW_MULTI_PREAMBLE,
+    Opcode::AQL_PACKET,
+];
+
+/// The opcodes gfx7 runs on compute rings only (packets.md §2: RELEASE_MEM
+/// "compute ring only", REWIND "compute only on CIK", SET_QUEUE_REG a
+/// compute-queue register write). The gfx10-only packets that are also
+/// compute-only there are absent on gfx7 altogether.
+pub const GFX7_COMPUTE_ONLY: [Opcode; 3] = [Opcode::RELEASE_MEM, Opcode::REWIND, Opcode::SET_QUEUE_REG];
 
 impl fmt::Display for Opcode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

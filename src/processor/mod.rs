@@ -91,6 +91,8 @@ pub struct ProcessorConfig {
     pub skip_unmapped_ibs: bool,
     /// Size of the global data share in bytes (64 KiB on gfx10.3 parts).
     pub gds_bytes: u32,
+    /// The GPU family whose register map and packet forms this processor uses (default gfx10.3).
+    pub family: crate::regs::db::GpuFamily,
 }
 
 impl Default for ProcessorConfig {
@@ -105,6 +107,7 @@ impl Default for ProcessorConfig {
             report_packets: false,
             skip_unmapped_ibs: false,
             gds_bytes: DEFAULT_GDS_BYTES,
+            family: crate::regs::db::GpuFamily::Gfx103,
         }
     }
 }

@@ -13,11 +13,25 @@ use std::str::FromStr;
 
 use super::generated;
 
-/// A GPU family whose register database is built in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A GPU family: which register map, packet forms and shader containers a
+/// GPU's command processor uses. Chosen per GPU: from a trace's `INFO
+/// gpu=` ([`crate::trace::Trace::gpu_family`]) or by the embedder
+/// ([`crate::processor::ProcessorConfig::family`]); gfx10.3 by default.
+///
+/// ```
+/// use pm4core::GpuFamily;
+///
+/// let ps4: GpuFamily = "gfx7".parse()?;
+/// assert_eq!(ps4, GpuFamily::Gfx7);
+/// assert_eq!(GpuFamily::default(), GpuFamily::Gfx103);
+/// assert_eq!(ps4.to_string(), "gfx7");
+/// # Ok::<(), pm4core::regs::db::ParseGpuFamilyError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum GpuFamily {
     /// RDNA2 (gfx10.3): the PS5 GPU's family.
+    #[default]
     Gfx103,
     /// GCN 2 (gfx7, Sea Islands): the PS4 GPU's family.
     Gfx7,

@@ -14253,3 +14253,32 @@ pub mod clear_state {
         (0xA317, 0x00000020), // VGT_OUT_DEALLOC_CNTL
     ];
 }
+
+/// The shader stages' register groups of each family, found by name in its
+/// map: program address pair, RSRC registers, user-data run. Read them
+/// through [`crate::regs::stages`].
+pub mod stages {
+    use crate::regs::stages::{HardwareStage, StageRegisters};
+
+    /// gfx10.3 (RDNA2, the PS5 GPU's family): its hardware stages, graphics first, compute last.
+    pub static GFX103: &[StageRegisters] = &[
+        StageRegisters { stage: HardwareStage::Ps, pgm_lo: 0x2C08, pgm_hi: 0x2C09, rsrc1: Some(0x2C0A), rsrc2: Some(0x2C0B), rsrc3: Some(0x2C07), user_data: Some(0x2C0C), user_data_count: 32 },
+        StageRegisters { stage: HardwareStage::Vs, pgm_lo: 0x2C48, pgm_hi: 0x2C49, rsrc1: Some(0x2C4A), rsrc2: Some(0x2C4B), rsrc3: Some(0x2C46), user_data: Some(0x2C4C), user_data_count: 32 },
+        StageRegisters { stage: HardwareStage::Gs, pgm_lo: 0x2C88, pgm_hi: 0x2C89, rsrc1: Some(0x2C8A), rsrc2: Some(0x2C8B), rsrc3: Some(0x2C87), user_data: Some(0x2C8C), user_data_count: 32 },
+        StageRegisters { stage: HardwareStage::Es, pgm_lo: 0x2CC8, pgm_hi: 0x2CC9, rsrc1: None, rsrc2: None, rsrc3: None, user_data: None, user_data_count: 0 },
+        StageRegisters { stage: HardwareStage::Hs, pgm_lo: 0x2D08, pgm_hi: 0x2D09, rsrc1: Some(0x2D0A), rsrc2: Some(0x2D0B), rsrc3: Some(0x2D07), user_data: Some(0x2D0C), user_data_count: 32 },
+        StageRegisters { stage: HardwareStage::Ls, pgm_lo: 0x2D48, pgm_hi: 0x2D49, rsrc1: None, rsrc2: None, rsrc3: None, user_data: None, user_data_count: 0 },
+        StageRegisters { stage: HardwareStage::Cs, pgm_lo: 0x2E0C, pgm_hi: 0x2E0D, rsrc1: Some(0x2E12), rsrc2: Some(0x2E13), rsrc3: Some(0x2E28), user_data: Some(0x2E40), user_data_count: 16 },
+    ];
+
+    /// gfx7 (GCN 2, Sea Islands, the PS4 GPU's family): its hardware stages, graphics first, compute last.
+    pub static GFX7: &[StageRegisters] = &[
+        StageRegisters { stage: HardwareStage::Ps, pgm_lo: 0x2C08, pgm_hi: 0x2C09, rsrc1: Some(0x2C0A), rsrc2: Some(0x2C0B), rsrc3: Some(0x2C07), user_data: Some(0x2C0C), user_data_count: 16 },
+        StageRegisters { stage: HardwareStage::Vs, pgm_lo: 0x2C48, pgm_hi: 0x2C49, rsrc1: Some(0x2C4A), rsrc2: Some(0x2C4B), rsrc3: Some(0x2C46), user_data: Some(0x2C4C), user_data_count: 16 },
+        StageRegisters { stage: HardwareStage::Gs, pgm_lo: 0x2C88, pgm_hi: 0x2C89, rsrc1: Some(0x2C8A), rsrc2: Some(0x2C8B), rsrc3: Some(0x2C87), user_data: Some(0x2C8C), user_data_count: 16 },
+        StageRegisters { stage: HardwareStage::Es, pgm_lo: 0x2CC8, pgm_hi: 0x2CC9, rsrc1: Some(0x2CCA), rsrc2: Some(0x2CCB), rsrc3: Some(0x2CC7), user_data: Some(0x2CCC), user_data_count: 16 },
+        StageRegisters { stage: HardwareStage::Hs, pgm_lo: 0x2D08, pgm_hi: 0x2D09, rsrc1: Some(0x2D0A), rsrc2: Some(0x2D0B), rsrc3: Some(0x2D07), user_data: Some(0x2D0C), user_data_count: 16 },
+        StageRegisters { stage: HardwareStage::Ls, pgm_lo: 0x2D48, pgm_hi: 0x2D49, rsrc1: Some(0x2D4A), rsrc2: Some(0x2D4B), rsrc3: Some(0x2D47), user_data: Some(0x2D4C), user_data_count: 16 },
+        StageRegisters { stage: HardwareStage::Cs, pgm_lo: 0x2E0C, pgm_hi: 0x2E0D, rsrc1: Some(0x2E12), rsrc2: Some(0x2E13), rsrc3: None, user_data: Some(0x2E40), user_data_count: 16 },
+    ];
+}

@@ -1,11 +1,16 @@
-//! Registers: the generated database (names, offsets, bitfields) and the
-//! per-processor register file.
+//! Registers: the generated database (names, offsets, bitfields) of each
+//! GPU family, the shader stages' register groups ([`stages`]) and the
+//! per-processor register file with its typed views, read in a family's
+//! layout ([`RegisterFile::view_for`]).
 
 pub mod db;
 #[rustfmt::skip]
 pub mod generated;
+pub mod stages;
 
-pub use generated::gfx103;
+pub use db::GpuFamily;
+pub use generated::{gfx103, gfx7};
+pub use stages::{HardwareStage, ProgramRegister, StageRegisters};
 
 /// Dword index bases of the four packet-writable register spaces.
 pub mod space {
@@ -28,7 +33,9 @@ pub mod space {
 }
 
 /// Pipeline stages a draw can bind a program to (gfx10.3 slots): the
-/// SPI_SHADER_PGM_* / COMPUTE_PGM_* register groups.
+/// SPI_SHADER_PGM_* / COMPUTE_PGM_* register groups. Every family's
+/// hardware stages are [`HardwareStage`]; on gfx7 these slots are its PS,
+/// VS, ES and LS stages ([`ProgramStage::hardware_stage`]).
 ///
 /// ```
 /// use pm4core::regs::{ProgramStage, RegisterFile};
@@ -64,6 +71,17 @@ impl ProgramStage {
             Self::Es => "es",
             Self::Ls => "ls",
             Self::Cs => "cs",
+        }
+    }
+
+    /// The hardware stage whose PGM_LO/HI pair binds this slot's program.
+    pub const fn hardware_stage(self) -> HardwareStage {
+        match self {
+            Self::Ps => HardwareStage::Ps,
+            Self::Vs => HardwareStage::Vs,
+            Self::Es => HardwareStage::Es,
+            Self::Ls => HardwareStage::Ls,
+            Self::Cs => HardwareStage::Cs,
         }
     }
 }
@@ -271,11 +289,122 @@ impl RegisterFile {
         self.pages.iter().flatten().count() * REGISTER_PAGE * 4 + std::mem::size_of_val(&self.pages)
     }
 
-    /// Views for what a renderer reads.
+    /// Views for what a renderer reads, in the gfx10.3 layout.
     pub fn view(&self) -> RegisterView<'_> {
-        RegisterView { regs: self }
+        self.view_for(GpuFamily::Gfx103)
+    }
+
+    /// Views for what a renderer reads, in `family`'s register layout.
+    ///
+    /// ```
+    /// use pm4core::regs::{gfx7, HardwareStage, ProgramStage, RegisterFile};
+    /// use pm4core::GpuFamily;
+    ///
+    /// let mut regs = RegisterFile::new();
+    /// regs.set(gfx7::SPI_SHADER_PGM_LO_GS, 0x1000);
+    /// regs.set(gfx7::SPI_SHADER_USER_DATA_ES_0, 7);
+    /// regs.set(gfx7::CB_COLOR0_BASE, 0x40);
+    /// let view = regs.view_for(GpuFamily::Gfx7);
+    /// assert_eq!(view.stage_program_address(HardwareStage::Gs), 0x10_0000);
+    /// // gfx7's ES stage has user data of its own, 16 registers.
+    /// assert_eq!(view.user_data(ProgramStage::Es).len(), 16);
+    /// assert_eq!(view.user_data(ProgramStage::Es)[0], 7);
+    /// assert_eq!(view.render_target(0).unwrap().address, 0x4000);
+    /// ```
+    pub fn view_for(&self, family: GpuFamily) -> RegisterView<'_> {
+        let map = match family {
+            GpuFamily::Gfx103 => &GFX103_VIEW,
+            GpuFamily::Gfx7 => &GFX7_VIEW,
+        };
+        RegisterView { regs: self, map }
     }
 }
+
+/// The registers the typed views read, in one family's layout (`None`
+/// where the family has no such register).
+#[derive(Debug)]
+struct ViewRegisters {
+    family: GpuFamily,
+    compute_dim_x: u32,
+    compute_start_x: u32,
+    compute_num_thread_x: u32,
+    pa_cl_vport_xscale: u32,
+    pa_sc_vport_zmin_0: u32,
+    pa_sc_vport_scissor_0_tl: u32,
+    pa_sc_vport_scissor_0_br: u32,
+    cb_color0_base: u32,
+    cb_color0_base_ext: Option<u32>,
+    cb_color0_pitch: u32,
+    cb_color0_slice: u32,
+    cb_color0_view: u32,
+    cb_color0_info: u32,
+    cb_color0_attrib: u32,
+    cb_color0_attrib2: Option<u32>,
+    cb_color0_attrib3: Option<u32>,
+    db_z_read_base: u32,
+    db_z_read_base_hi: Option<u32>,
+    db_z_info: u32,
+    /// DB_DEPTH_SIZE_XY on gfx10.3, DB_DEPTH_SIZE (pitch and height tile
+    /// counts) on gfx7.
+    db_depth_size: u32,
+    vgt_primitive_type: u32,
+    vgt_index_type: u32,
+    vgt_num_instances: u32,
+}
+
+static GFX103_VIEW: ViewRegisters = ViewRegisters {
+    family: GpuFamily::Gfx103,
+    compute_dim_x: gfx103::COMPUTE_DIM_X,
+    compute_start_x: gfx103::COMPUTE_START_X,
+    compute_num_thread_x: gfx103::COMPUTE_NUM_THREAD_X,
+    pa_cl_vport_xscale: gfx103::PA_CL_VPORT_XSCALE,
+    pa_sc_vport_zmin_0: gfx103::PA_SC_VPORT_ZMIN_0,
+    pa_sc_vport_scissor_0_tl: gfx103::PA_SC_VPORT_SCISSOR_0_TL,
+    pa_sc_vport_scissor_0_br: gfx103::PA_SC_VPORT_SCISSOR_0_BR,
+    cb_color0_base: gfx103::CB_COLOR0_BASE,
+    cb_color0_base_ext: Some(gfx103::CB_COLOR0_BASE_EXT),
+    cb_color0_pitch: gfx103::CB_COLOR0_PITCH,
+    cb_color0_slice: gfx103::CB_COLOR0_SLICE,
+    cb_color0_view: gfx103::CB_COLOR0_VIEW,
+    cb_color0_info: gfx103::CB_COLOR0_INFO,
+    cb_color0_attrib: gfx103::CB_COLOR0_ATTRIB,
+    cb_color0_attrib2: Some(gfx103::CB_COLOR0_ATTRIB2),
+    cb_color0_attrib3: Some(gfx103::CB_COLOR0_ATTRIB3),
+    db_z_read_base: gfx103::DB_Z_READ_BASE,
+    db_z_read_base_hi: Some(gfx103::DB_Z_READ_BASE_HI),
+    db_z_info: gfx103::DB_Z_INFO,
+    db_depth_size: gfx103::DB_DEPTH_SIZE_XY,
+    vgt_primitive_type: gfx103::VGT_PRIMITIVE_TYPE,
+    vgt_index_type: gfx103::VGT_INDEX_TYPE,
+    vgt_num_instances: gfx103::VGT_NUM_INSTANCES,
+};
+
+static GFX7_VIEW: ViewRegisters = ViewRegisters {
+    family: GpuFamily::Gfx7,
+    compute_dim_x: gfx7::COMPUTE_DIM_X,
+    compute_start_x: gfx7::COMPUTE_START_X,
+    compute_num_thread_x: gfx7::COMPUTE_NUM_THREAD_X,
+    pa_cl_vport_xscale: gfx7::PA_CL_VPORT_XSCALE,
+    pa_sc_vport_zmin_0: gfx7::PA_SC_VPORT_ZMIN_0,
+    pa_sc_vport_scissor_0_tl: gfx7::PA_SC_VPORT_SCISSOR_0_TL,
+    pa_sc_vport_scissor_0_br: gfx7::PA_SC_VPORT_SCISSOR_0_BR,
+    cb_color0_base: gfx7::CB_COLOR0_BASE,
+    cb_color0_base_ext: None,
+    cb_color0_pitch: gfx7::CB_COLOR0_PITCH,
+    cb_color0_slice: gfx7::CB_COLOR0_SLICE,
+    cb_color0_view: gfx7::CB_COLOR0_VIEW,
+    cb_color0_info: gfx7::CB_COLOR0_INFO,
+    cb_color0_attrib: gfx7::CB_COLOR0_ATTRIB,
+    cb_color0_attrib2: None,
+    cb_color0_attrib3: None,
+    db_z_read_base: gfx7::DB_Z_READ_BASE,
+    db_z_read_base_hi: None,
+    db_z_info: gfx7::DB_Z_INFO,
+    db_depth_size: gfx7::DB_DEPTH_SIZE,
+    vgt_primitive_type: gfx7::VGT_PRIMITIVE_TYPE,
+    vgt_index_type: gfx7::VGT_INDEX_TYPE,
+    vgt_num_instances: gfx7::VGT_NUM_INSTANCES,
+};
 
 /// Program address from a PGM_LO/PGM_HI pair: `(HI[7:0] << 40) | (LO << 8)`.
 #[inline]
@@ -307,62 +436,88 @@ pub struct Scissor {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RenderTarget {
     pub index: u32,
-    /// Byte address: (BASE << 8) | (BASE_EXT << 40).
+    /// Byte address: (BASE << 8) | (BASE_EXT << 40) (gfx7 has no BASE_EXT:
+    /// BASE << 8).
     pub address: u64,
     pub info: u32,
     pub view: u32,
     pub attrib: u32,
+    /// CB_COLORn_ATTRIB2 (gfx10.3; 0 on gfx7, which has none).
     pub attrib2: u32,
+    /// CB_COLORn_ATTRIB3 (gfx10.3; 0 on gfx7, which has none).
     pub attrib3: u32,
+    /// CB_COLORn_PITCH: gfx7's surface pitch (TILE_MAX); not used by gfx10.3.
+    pub pitch: u32,
+    /// CB_COLORn_SLICE: gfx7's slice size (TILE_MAX); not used by gfx10.3.
+    pub slice: u32,
 }
 
-/// Read-only typed views of the register file.
+/// Read-only typed views of the register file, in one family's register
+/// layout ([`RegisterFile::view`] for gfx10.3, [`RegisterFile::view_for`]).
 #[derive(Clone, Copy, Debug)]
 pub struct RegisterView<'a> {
     regs: &'a RegisterFile,
+    map: &'static ViewRegisters,
 }
 
 impl RegisterView<'_> {
-    /// Program address of a graphics or compute stage.
-    pub fn program_address(&self, stage: ProgramStage) -> u64 {
-        use ProgramStage as S;
-        let lo = match stage {
-            S::Ps => gfx103::SPI_SHADER_PGM_LO_PS,
-            S::Vs => gfx103::SPI_SHADER_PGM_LO_VS,
-            S::Es => gfx103::SPI_SHADER_PGM_LO_ES,
-            S::Ls => gfx103::SPI_SHADER_PGM_LO_LS,
-            S::Cs => gfx103::COMPUTE_PGM_LO,
-        };
-        program_address(self.regs.get(lo), self.regs.get(lo + 1))
+    /// The family whose layout this view reads.
+    pub fn family(&self) -> GpuFamily {
+        self.map.family
     }
 
-    /// User-data registers of a stage (32 for graphics stages, 16 for compute).
+    /// Program address of a graphics or compute stage (its hardware
+    /// stage's PGM_LO/HI pair, [`ProgramStage::hardware_stage`]).
+    pub fn program_address(&self, stage: ProgramStage) -> u64 {
+        self.stage_program_address(stage.hardware_stage())
+    }
+
+    /// Program address of a hardware stage; 0 when the family has no such
+    /// stage.
+    pub fn stage_program_address(&self, stage: HardwareStage) -> u64 {
+        match stages::stage_registers(self.map.family, stage) {
+            Some(s) => program_address(self.regs.get(s.pgm_lo), self.regs.get(s.pgm_hi)),
+            None => 0,
+        }
+    }
+
+    /// User-data registers of a stage. gfx10.3: 32 for graphics stages
+    /// (the merged ES and LS stages read GS's and HS's), 16 for compute;
+    /// gfx7: each stage's own 16.
     pub fn user_data(&self, stage: ProgramStage) -> &[u32] {
-        use ProgramStage as S;
-        let (base, len) = match stage {
-            S::Ps => (gfx103::SPI_SHADER_USER_DATA_PS_0, 32),
-            S::Vs => (gfx103::SPI_SHADER_USER_DATA_VS_0, 32),
-            S::Es => (gfx103::SPI_SHADER_USER_DATA_GS_0, 32),
-            S::Ls => (gfx103::SPI_SHADER_USER_DATA_HS_0, 32),
-            S::Cs => (gfx103::COMPUTE_USER_DATA_0, 16),
+        let hardware = match (self.map.family, stage) {
+            (GpuFamily::Gfx103, ProgramStage::Es) => HardwareStage::Gs,
+            (GpuFamily::Gfx103, ProgramStage::Ls) => HardwareStage::Hs,
+            (_, stage) => stage.hardware_stage(),
         };
-        self.regs.range(base, len)
+        self.stage_user_data(hardware)
+    }
+
+    /// The user-data registers of a hardware stage (empty when it has none
+    /// of its own on the family).
+    pub fn stage_user_data(&self, stage: HardwareStage) -> &[u32] {
+        match stages::stage_registers(self.map.family, stage).and_then(|s| Some((s.user_data?, s.user_data_count))) {
+            Some((base, len)) => self.regs.range(base, len),
+            None => &[],
+        }
     }
 
     /// COMPUTE_DIM_X/Y/Z.
     pub fn compute_dims(&self) -> [u32; 3] {
-        [gfx103::COMPUTE_DIM_X, gfx103::COMPUTE_DIM_Y, gfx103::COMPUTE_DIM_Z].map(|r| self.regs.get(r))
+        let x = self.map.compute_dim_x;
+        [x, x + 1, x + 2].map(|r| self.regs.get(r))
     }
 
     /// COMPUTE_START_X/Y/Z.
     pub fn compute_start(&self) -> [u32; 3] {
-        [gfx103::COMPUTE_START_X, gfx103::COMPUTE_START_Y, gfx103::COMPUTE_START_Z].map(|r| self.regs.get(r))
+        let x = self.map.compute_start_x;
+        [x, x + 1, x + 2].map(|r| self.regs.get(r))
     }
 
     /// Threads per group (NUM_THREAD_FULL of COMPUTE_NUM_THREAD_X/Y/Z).
     pub fn threads_per_group(&self) -> [u32; 3] {
-        [gfx103::COMPUTE_NUM_THREAD_X, gfx103::COMPUTE_NUM_THREAD_Y, gfx103::COMPUTE_NUM_THREAD_Z]
-            .map(|r| self.regs.get(r) & 0xFFFF)
+        let x = self.map.compute_num_thread_x;
+        [x, x + 1, x + 2].map(|r| self.regs.get(r) & 0xFFFF)
     }
 
     /// Viewport `i` (0..16).
@@ -370,8 +525,8 @@ impl RegisterView<'_> {
         if i >= 16 {
             return None;
         }
-        let t = gfx103::PA_CL_VPORT_XSCALE + i * 6;
-        let z = gfx103::PA_SC_VPORT_ZMIN_0 + i * 2;
+        let t = self.map.pa_cl_vport_xscale + i * 6;
+        let z = self.map.pa_sc_vport_zmin_0 + i * 2;
         let f = |r: u32| f32::from_bits(self.regs.get(r));
         Some(Viewport {
             x_scale: f(t),
@@ -390,9 +545,14 @@ impl RegisterView<'_> {
         if i >= 16 {
             return None;
         }
-        let tl = self.regs.get(gfx103::PA_SC_VPORT_SCISSOR_0_TL + i * 2);
-        let br = self.regs.get(gfx103::PA_SC_VPORT_SCISSOR_0_BR + i * 2);
+        let tl = self.regs.get(self.map.pa_sc_vport_scissor_0_tl + i * 2);
+        let br = self.regs.get(self.map.pa_sc_vport_scissor_0_br + i * 2);
         Some(Scissor { top_left: (tl & 0x7FFF, (tl >> 16) & 0x7FFF), bottom_right: (br & 0x7FFF, (br >> 16) & 0x7FFF) })
+    }
+
+    /// A register the family may lack, with a stride per index: 0 without it.
+    fn optional(&self, register: Option<u32>, i: u32) -> u32 {
+        register.map_or(0, |r| self.regs.get(r + i))
     }
 
     /// Colour target `i` (0..8).
@@ -400,38 +560,44 @@ impl RegisterView<'_> {
         if i >= 8 {
             return None;
         }
-        let b = gfx103::CB_COLOR0_BASE + i * 15;
+        let m = self.map;
+        let at = |r: u32| self.regs.get(r + i * 15);
         Some(RenderTarget {
             index: i,
-            address: (u64::from(self.regs.get(b)) << 8)
-                | (u64::from(self.regs.get(gfx103::CB_COLOR0_BASE_EXT + i) & 0xFF) << 40),
-            view: self.regs.get(gfx103::CB_COLOR0_VIEW + i * 15),
-            info: self.regs.get(gfx103::CB_COLOR0_INFO + i * 15),
-            attrib: self.regs.get(gfx103::CB_COLOR0_ATTRIB + i * 15),
-            attrib2: self.regs.get(gfx103::CB_COLOR0_ATTRIB2 + i),
-            attrib3: self.regs.get(gfx103::CB_COLOR0_ATTRIB3 + i),
+            address: (u64::from(at(m.cb_color0_base)) << 8)
+                | (u64::from(self.optional(m.cb_color0_base_ext, i) & 0xFF) << 40),
+            view: at(m.cb_color0_view),
+            info: at(m.cb_color0_info),
+            attrib: at(m.cb_color0_attrib),
+            attrib2: self.optional(m.cb_color0_attrib2, i),
+            attrib3: self.optional(m.cb_color0_attrib3, i),
+            pitch: at(m.cb_color0_pitch),
+            slice: at(m.cb_color0_slice),
         })
     }
 
-    /// Depth buffer: (DB_Z_INFO, read base address, DB_DEPTH_SIZE_XY).
+    /// Depth buffer: (DB_Z_INFO, read base address, depth size): the size
+    /// register is DB_DEPTH_SIZE_XY on gfx10.3, DB_DEPTH_SIZE (PITCH_TILE_MAX,
+    /// HEIGHT_TILE_MAX) on gfx7, whose base has no _HI register.
     pub fn depth(&self) -> (u32, u64, u32) {
-        let base = (u64::from(self.regs.get(gfx103::DB_Z_READ_BASE)) << 8)
-            | (u64::from(self.regs.get(gfx103::DB_Z_READ_BASE_HI) & 0xFF) << 40);
-        (self.regs.get(gfx103::DB_Z_INFO), base, self.regs.get(gfx103::DB_DEPTH_SIZE_XY))
+        let m = self.map;
+        let base = (u64::from(self.regs.get(m.db_z_read_base)) << 8)
+            | (u64::from(self.optional(m.db_z_read_base_hi, 0) & 0xFF) << 40);
+        (self.regs.get(m.db_z_info), base, self.regs.get(m.db_depth_size))
     }
 
     /// VGT_PRIMITIVE_TYPE.
     pub fn primitive_type(&self) -> u32 {
-        self.regs.get(gfx103::VGT_PRIMITIVE_TYPE)
+        self.regs.get(self.map.vgt_primitive_type)
     }
 
-    /// VGT_INDEX_TYPE (index size code).
+    /// VGT_INDEX_TYPE (index size code: 0 16-bit, 1 32-bit, 2 8-bit on gfx10.3).
     pub fn index_type(&self) -> u32 {
-        self.regs.get(gfx103::VGT_INDEX_TYPE) & 3
+        self.regs.get(self.map.vgt_index_type) & 3
     }
 
     /// VGT_NUM_INSTANCES.
     pub fn num_instances(&self) -> u32 {
-        self.regs.get(gfx103::VGT_NUM_INSTANCES)
+        self.regs.get(self.map.vgt_num_instances)
     }
 }

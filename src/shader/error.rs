@@ -113,6 +113,18 @@ pub enum ShaderError {
     #[error("OrbShdr at offset {offset:#x}: code length {length:#x} runs past the block")]
     OrbShdrLengthOutOfRange { offset: u64, length: u32 },
 
+    /// The `OrbShdr` block sits further from the code than the code and
+    /// its usage chunk reach (a block of other code, found by the scan).
+    #[error(
+        "OrbShdr at offset {offset:#x} is not right after the {length:#x} code bytes \
+         (the code, its usage chunk and padding end by {limit:#x})"
+    )]
+    OrbShdrNotAfterCode { offset: u64, length: u32, limit: u64 },
+
+    /// The `OrbShdr` binary type is not one of 0..=9.
+    #[error("OrbShdr binary type is {found}, not one of 0..=9")]
+    OrbShdrBadType { found: u8 },
+
     /// The `OrbShdr` crc32 does not match its code and info bytes.
     #[error("OrbShdr crc32 is {stored:#010x} but the code and info give {computed:#010x}")]
     OrbShdrCrcMismatch { stored: u32, computed: u32 },

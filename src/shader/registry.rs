@@ -8,8 +8,16 @@
 //! [`ShaderRegistry::create`], and the processor asks
 //! [`ShaderRegistry::resolve`] at every draw or dispatch. A code address
 //! nobody registered is a raw-code shader: `None`, not an error.
+//!
+//! On PS4 (gfx7) nothing is registered: the code's own `OrbShdr` block
+//! describes it. [`ShaderRegistry::resolve_gnm`] finds, decodes and
+//! validates the block for a code address once, caches the answer (raw
+//! code included) keyed by the address, and forgets it when a write
+//! touches the bytes that decided it, as AGC containers are forgotten.
+//! [`ShaderRegistry::bind_program`] is the one call a program binding
+//! makes on either family.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -18,7 +26,10 @@ use parking_lot::RwLock;
 use crate::memory::GuestMemory;
 
 use super::agc::{self, AgcShader, MAX_HEADER_SIZE};
+use super::gnm::{self, GnmProgram};
+use super::program::{BoundProgram, ProgramContainer};
 use super::ShaderError;
+use crate::regs::db::GpuFamily;
 
 #[derive(Debug, Clone)]
 struct Entry {
@@ -41,11 +52,27 @@ pub struct Registration {
     pub shader: Option<Arc<AgcShader>>,
 }
 
+/// What a PS4 code address binds, as last looked up.
+#[derive(Debug, Clone)]
+struct GnmEntry {
+    /// Bytes from the code address that decided the answer (code, usage
+    /// chunk, block; or the bytes the scan read).
+    extent: u64,
+    /// The program; `None` for raw code; the error of a block that is not
+    /// valid for the code (bound as raw code).
+    program: Result<Option<Arc<GnmProgram>>, ShaderError>,
+}
+
 #[derive(Debug, Clone, Default)]
 struct Entries {
     by_code: HashMap<u64, Entry>,
     /// `(header_address, code_address)` of every entry, for range invalidation.
     by_header: BTreeSet<(u64, u64)>,
+    /// PS4 code addresses looked up, in address order (the extents start there).
+    gnm: BTreeMap<u64, GnmEntry>,
+    /// The longest extent in `gnm` since it was last empty: a write can only
+    /// touch an entry that starts less than this before it.
+    gnm_max_extent: u64,
 }
 
 impl Entries {
@@ -235,8 +262,10 @@ impl ShaderRegistry {
 
     /// The host wrote `[address, address + len)`: forget the decoded form of
     /// every shader whose header or tables overlap it, so that the next
-    /// [`resolve`](Self::resolve) decodes it again. Returns how many cache
-    /// entries were dropped.
+    /// [`resolve`](Self::resolve) decodes it again, and every PS4 lookup
+    /// whose code, usage chunk, block or scanned bytes overlap it
+    /// ([`resolve_gnm`](Self::resolve_gnm) looks again). Returns how many
+    /// cache entries were dropped.
     pub fn invalidate_range(&self, address: u64, len: u64) -> usize {
         if len == 0 {
             return 0;
@@ -247,13 +276,25 @@ impl ShaderRegistry {
         let first = address.saturating_sub(u64::from(MAX_HEADER_SIZE));
         let mut dropped = 0;
         let mut entries = self.entries.write();
-        let Entries { by_code, by_header } = &mut *entries;
+        let Entries { by_code, by_header, gnm, gnm_max_extent } = &mut *entries;
         for &(header_address, code_address) in by_header.range((first, 0)..(end, 0)) {
             let Some(entry) = by_code.get_mut(&code_address) else {
                 continue;
             };
             let header_end = header_address.saturating_add(entry.header_size);
             if header_address < end && address < header_end && entry.shader.take().is_some() {
+                dropped += 1;
+            }
+        }
+        if !gnm.is_empty() {
+            let first = address.saturating_sub(*gnm_max_extent);
+            let touched: Vec<u64> = gnm
+                .range(first..end)
+                .filter(|(&code, e)| address < code.saturating_add(e.extent))
+                .map(|(&code, _)| code)
+                .collect();
+            for code in touched {
+                gnm.remove(&code);
                 dropped += 1;
             }
         }
@@ -268,11 +309,16 @@ impl ShaderRegistry {
     /// without saying where); each is decoded again at its next use.
     pub fn invalidate_all(&self) -> usize {
         let mut dropped = 0;
-        for entry in self.entries.write().by_code.values_mut() {
+        let mut entries = self.entries.write();
+        for entry in entries.by_code.values_mut() {
             if entry.shader.take().is_some() {
                 dropped += 1;
             }
         }
+        dropped += entries.gnm.len();
+        entries.gnm.clear();
+        entries.gnm_max_extent = 0;
+        drop(entries);
         if dropped > 0 {
             self.bump();
         }
@@ -294,13 +340,110 @@ impl ShaderRegistry {
         removed
     }
 
-    /// Forgets everything.
+    /// Forgets everything (registrations and PS4 lookups).
     pub fn clear(&self) {
         let mut entries = self.entries.write();
         entries.by_code.clear();
         entries.by_header.clear();
+        entries.gnm.clear();
+        entries.gnm_max_extent = 0;
         drop(entries);
         self.bump();
+    }
+
+    /// The GNM program the code at `code_address` binds (PS4): its
+    /// `OrbShdr` block, found, decoded and validated at the first call and
+    /// cached until a write touches the bytes that decided it
+    /// ([`invalidate_range`](Self::invalidate_range)). `None` for raw code,
+    /// and for a block that is not valid for the code (reported through
+    /// `tracing`; [`try_resolve_gnm`](Self::try_resolve_gnm) gives the
+    /// error). A cache hit does not allocate.
+    ///
+    /// ```
+    /// use pm4core::memory::{GuestMemory, SparseMemory};
+    /// use pm4core::shader::ShaderRegistry;
+    ///
+    /// let code: [u32; 8] = [0xBEEB03FF, 3, 0x7E000280, 0x5E000100, 0xBF800000, 0xF8001C0F, 0, 0xBF810000];
+    /// let block: [u32; 7] = [0x5362724F, 0x07726468, 0x2043, 0, 0xB0A45B2B, 0x1D39766D, 0x72044B7B];
+    /// let bytes: Vec<u8> = code.iter().chain(&block).flat_map(|d| d.to_le_bytes()).collect();
+    /// let memory = SparseMemory::new();
+    /// memory.map_bytes(0x10_0000, &bytes).unwrap();
+    /// let registry = ShaderRegistry::new();
+    /// let program = registry.resolve_gnm(&memory, 0x10_0000).expect("a valid block");
+    /// assert_eq!(program.code_length(), 0x20);
+    /// // The game patches a code byte: the CRC no longer matches, and the
+    /// // lookup made again binds the code as raw.
+    /// memory.write_u32(0x10_0008, 0).unwrap();
+    /// assert_eq!(registry.invalidate_range(0x10_0008, 4), 1);
+    /// assert!(registry.resolve_gnm(&memory, 0x10_0000).is_none());
+    /// assert!(registry.try_resolve_gnm(&memory, 0x10_0000).is_err());
+    /// ```
+    pub fn resolve_gnm(&self, mem: &dyn GuestMemory, code_address: u64) -> Option<Arc<GnmProgram>> {
+        match self.try_resolve_gnm(mem, code_address) {
+            Ok(found) => found,
+            Err(err) => {
+                tracing::warn!(code_address, %err, "OrbShdr block not valid for its code; bound as raw code");
+                None
+            }
+        }
+    }
+
+    /// Like [`resolve_gnm`](Self::resolve_gnm), but says why a block that
+    /// was found is not valid for its code (or why memory could not be
+    /// read). `Ok(None)` is raw code.
+    pub fn try_resolve_gnm(
+        &self,
+        mem: &dyn GuestMemory,
+        code_address: u64,
+    ) -> Result<Option<Arc<GnmProgram>>, ShaderError> {
+        if let Some(entry) = self.entries.read().gnm.get(&code_address) {
+            return entry.program.clone();
+        }
+        let lookup = gnm::lookup(mem, code_address);
+        let program = lookup.result.map(|found| found.map(Arc::new));
+        if let Some(extent) = lookup.extent {
+            let mut entries = self.entries.write();
+            // A lookup another thread cached meanwhile wins (same bytes, same answer).
+            if let Some(entry) = entries.gnm.get(&code_address) {
+                return entry.program.clone();
+            }
+            entries.gnm_max_extent = entries.gnm_max_extent.max(extent);
+            entries.gnm.insert(code_address, GnmEntry { extent, program: program.clone() });
+        }
+        program
+    }
+
+    /// The cached PS4 lookup of `code_address` without looking anything up:
+    /// `None` when not cached, `Some(None)` for raw code or an invalid block.
+    pub fn cached_gnm(&self, code_address: u64) -> Option<Option<Arc<GnmProgram>>> {
+        self.entries.read().gnm.get(&code_address).map(|e| e.program.clone().ok().flatten())
+    }
+
+    /// How many PS4 code addresses have a cached lookup.
+    pub fn gnm_cached(&self) -> usize {
+        self.entries.read().gnm.len()
+    }
+
+    /// What the code at `code_address` binds on `family`: the one call a
+    /// program binding makes (at a draw or dispatch whose program registers
+    /// or this registry's [`generation`](Self::generation) changed). gfx10.3:
+    /// the AGC container registered for the address ([`resolve`](Self::resolve));
+    /// gfx7: the GNM program of its `OrbShdr` block ([`resolve_gnm`](Self::resolve_gnm)).
+    /// Raw code without either; address 0 binds nothing (raw, no lookup).
+    pub fn bind_program(&self, family: GpuFamily, mem: &dyn GuestMemory, code_address: u64) -> BoundProgram {
+        let container = if code_address == 0 {
+            ProgramContainer::Raw
+        } else {
+            match family {
+                GpuFamily::Gfx103 => {
+                    self.resolve(mem, code_address).map_or(ProgramContainer::Raw, ProgramContainer::Agc)
+                }
+                GpuFamily::Gfx7 => {
+                    self.resolve_gnm(mem, code_address).map_or(ProgramContainer::Raw, ProgramContainer::Gnm)
+                }
+            }
+        };
+        BoundProgram { address: code_address, container }
     }
 
     /// Number of registered shaders.

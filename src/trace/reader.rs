@@ -14,6 +14,7 @@ use super::format::{
 };
 use super::rules::{Decoded, Sequence};
 use crate::memory::{GuestMemory, MemoryError, SparseMemory};
+use crate::regs::db::GpuFamily;
 
 /// `N` bytes of `data` at `at`, if they are there.
 fn bytes_at<const N: usize>(data: &[u8], at: u64) -> Option<[u8; N]> {
@@ -160,6 +161,23 @@ impl Trace {
     /// The register map the trace targets (`INFO` key `gpu`).
     pub fn gpu(&self) -> Option<&str> {
         self.info_value("gpu")
+    }
+
+    /// The GPU family `INFO gpu=` names (`gfx10.3`, `gfx103`, `gfx7`);
+    /// `None` when the key is absent or names no family pm4core knows
+    /// (callers then take the default, gfx10.3).
+    ///
+    /// ```
+    /// use pm4core::trace::TraceWriter;
+    /// use pm4core::GpuFamily;
+    ///
+    /// let mut w = TraceWriter::new();
+    /// w.info("gpu", "gfx7")?;
+    /// assert_eq!(w.finish_trace()?.gpu_family(), Some(GpuFamily::Gfx7));
+    /// # Ok::<(), pm4core::trace::TraceError>(())
+    /// ```
+    pub fn gpu_family(&self) -> Option<GpuFamily> {
+        self.gpu().and_then(|g| g.parse().ok())
     }
 
     /// The sequence of events, in file order (`INFO` and `END ` excluded).

@@ -13,6 +13,8 @@
 //! - `pkt3::FIELD_TYPES`: the packet-body pseudo registers of `pkt3.json`;
 //! - `clear_state::{EXTENTS, NONZERO}`: what CLEAR_STATE loads, from
 //!   `clear-state-gfx10.json`;
+//! - `stages::{GFX103, GFX7}`: each family's shader-stage register groups
+//!   (`stages.rs`);
 //! - the field lists and enum tables these refer to, each distinct list emitted
 //!   once and shared by every register (of any family) that has it.
 
@@ -21,6 +23,8 @@ use std::fmt::{self, Write as _};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+
+mod stages;
 
 /// Path of the generated file, relative to the workspace root.
 pub const GENERATED_FILE: &str = "src/regs/generated.rs";
@@ -508,6 +512,7 @@ pub fn render(sources: &Sources) -> Result<String, Error> {
     // Writing to a String cannot fail; the fmt::Result is ignored throughout.
     let _ = write_file(&mut out, &tables, &families, &packets);
     let _ = clear_state.write(&mut out);
+    stages::write(&mut out, &families)?;
     Ok(out)
 }
 

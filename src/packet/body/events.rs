@@ -1,10 +1,11 @@
 //! Events and cache actions: EVENT_WRITE, RELEASE_MEM, EVENT_WRITE_EOP,
 //! EVENT_WRITE_EOS, ACQUIRE_MEM, SURFACE_SYNC, OCCLUSION_QUERY.
 
-use super::{addr_hi, bit, bits, hi32, lo32, put, qword, Body, BodyError, Words};
+use super::{addr_hi, bit, bits, gfx7, hi32, lo32, put, qword, Body, BodyError, Words};
 use crate::memory::address_from_dwords;
 use crate::packet::field::{BodyField, FieldValue as V, Layout};
 use crate::packet::Opcode;
+use crate::regs::db::GpuFamily;
 
 /// EVENT_WRITE (0x46).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,6 +58,11 @@ impl<'a> Body<'a> for EventWrite {
 }
 
 /// RELEASE_MEM (0x49) and the gfx7 EVENT_WRITE_EOP (0x47) share this shape.
+///
+/// On gfx7 ([`Body::decode_body_for`] with [`GpuFamily::Gfx7`]) RELEASE_MEM
+/// is the compute-ring form (COUNT 5: no INT_CTXID, INT_SEL \[25:24\]) and
+/// both packets carry the gfx7 cache-action bits in `cache_control`
+/// (dw0 \[27:12\]), listed by their names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReleaseMem {
     /// RELEASE_MEM or EVENT_WRITE_EOP.
@@ -95,11 +101,16 @@ impl ReleaseMem {
     }
 
     fn op_word(&self) -> u32 {
-        let cache_hi = if self.opcode == Opcode::EVENT_WRITE_EOP { 27 } else { 23 };
+        self.op_word_to(if self.opcode == Opcode::EVENT_WRITE_EOP { 27 } else { 23 })
+    }
+
+    /// The first body dword: event, index and the cache bits from bit 12
+    /// up to `cache_hi`.
+    pub(super) fn op_word_to(&self, cache_hi: u32) -> u32 {
         put(self.event_type, 0, 5) | put(self.event_index, 8, 11) | put(self.cache_control, 12, cache_hi)
     }
 
-    fn decode_eop(w: Words<'_>) -> Result<Self, BodyError> {
+    pub(super) fn decode_eop(w: Words<'_>) -> Result<Self, BodyError> {
         let d0 = w.dw(0)?;
         let d2 = w.dw(2)?;
         Ok(Self {
@@ -147,6 +158,27 @@ impl<'a> Body<'a> for ReleaseMem {
         })
     }
 
+    fn decode_body_for(family: GpuFamily, opcode: Opcode, body: &'a [u32]) -> Result<Self, BodyError> {
+        match family {
+            GpuFamily::Gfx103 => Self::decode_body(opcode, body),
+            GpuFamily::Gfx7 => gfx7::decode_release(Words::new(opcode, body)),
+        }
+    }
+
+    fn encode_body_for(&self, family: GpuFamily, out: &mut Vec<u32>) {
+        match family {
+            GpuFamily::Gfx103 => self.encode_body(out),
+            GpuFamily::Gfx7 => gfx7::encode_release(self, out),
+        }
+    }
+
+    fn fields_into_for(&self, family: GpuFamily, out: &mut Vec<BodyField<'a>>) {
+        match family {
+            GpuFamily::Gfx103 => self.fields_into(out),
+            GpuFamily::Gfx7 => gfx7::release_fields(self, out),
+        }
+    }
+
     fn opcode(&self) -> Opcode {
         self.opcode
     }
@@ -179,16 +211,7 @@ impl<'a> Body<'a> for ReleaseMem {
     }
 
     fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
-        let data = match self.data_sel {
-            0 => "none",
-            1 => "data32",
-            2 => "data64",
-            3 => "gpu_clock",
-            4 => "system_clock",
-            5 => "gds",
-            7 => "atomic_add32",
-            _ => "reserved",
-        };
+        let data = data_sel_name(self.data_sel);
         out.extend([
             BodyField::new("EVENT_TYPE", V::Dec(self.event_type.into())),
             BodyField::new("EVENT", V::Event(self.event_type)),
@@ -208,6 +231,20 @@ impl<'a> Body<'a> for ReleaseMem {
                 Layout::PacketType("RELEASE_MEM_OP"),
             ));
         }
+    }
+}
+
+/// The name of a release's DATA_SEL value.
+pub(super) fn data_sel_name(data_sel: u32) -> &'static str {
+    match data_sel {
+        0 => "none",
+        1 => "data32",
+        2 => "data64",
+        3 => "gpu_clock",
+        4 => "system_clock",
+        5 => "gds",
+        7 => "atomic_add32",
+        _ => "reserved",
     }
 }
 
@@ -261,7 +298,10 @@ impl<'a> Body<'a> for EventWriteEos {
     }
 }
 
-/// ACQUIRE_MEM (0x58): gfx10.3 (COUNT 6) or the 5-count form without GCR_CNTL.
+/// ACQUIRE_MEM (0x58): gfx10.3 (COUNT 6) or the 5-count form without
+/// GCR_CNTL. On gfx7 ([`Body::decode_body_for`]) the body is always the
+/// 5-count form (a longer body's extra dwords are not part of it) and its
+/// fields are named by the CP_COHER_* registers they load.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AcquireMem {
     pub coher_cntl: u32,
@@ -306,6 +346,28 @@ impl<'a> Body<'a> for AcquireMem {
         })
     }
 
+    fn decode_body_for(family: GpuFamily, opcode: Opcode, body: &'a [u32]) -> Result<Self, BodyError> {
+        let acquire = Self::decode_body(opcode, body)?;
+        Ok(match family {
+            GpuFamily::Gfx103 => acquire,
+            GpuFamily::Gfx7 => AcquireMem { gcr_cntl: None, ..acquire },
+        })
+    }
+
+    fn encode_body_for(&self, family: GpuFamily, out: &mut Vec<u32>) {
+        match family {
+            GpuFamily::Gfx103 => self.encode_body(out),
+            GpuFamily::Gfx7 => AcquireMem { gcr_cntl: None, ..*self }.encode_body(out),
+        }
+    }
+
+    fn fields_into_for(&self, family: GpuFamily, out: &mut Vec<BodyField<'a>>) {
+        match family {
+            GpuFamily::Gfx103 => self.fields_into(out),
+            GpuFamily::Gfx7 => gfx7::acquire_fields(self, out),
+        }
+    }
+
     fn opcode(&self) -> Opcode {
         Opcode::ACQUIRE_MEM
     }
@@ -339,7 +401,9 @@ impl<'a> Body<'a> for AcquireMem {
 }
 
 /// SURFACE_SYNC (0x43, gfx7 form of ACQUIRE_MEM): sizes and bases in
-/// 256-byte units.
+/// 256-byte units. The layout is gfx7's on both families; on gfx7
+/// ([`Body::fields_into_for`]) the fields are named by the CP_COHER_*
+/// registers they load, CP_COHER_CNTL with gfx7's bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SurfaceSync {
     /// ENGINE, dw0 bit 31: 1 = ME.
@@ -379,6 +443,13 @@ impl<'a> Body<'a> for SurfaceSync {
             base: w.dw(2)?,
             poll_interval: w.get(3).map_or(0, |v| bits(v, 0, 15)),
         })
+    }
+
+    fn fields_into_for(&self, family: GpuFamily, out: &mut Vec<BodyField<'a>>) {
+        match family {
+            GpuFamily::Gfx103 => self.fields_into(out),
+            GpuFamily::Gfx7 => gfx7::surface_sync_fields(self, out),
+        }
     }
 
     fn opcode(&self) -> Opcode {

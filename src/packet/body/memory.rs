@@ -1,10 +1,11 @@
 //! Memory-writing packets: WRITE_DATA, COPY_DATA, DMA_DATA, ATOMIC_MEM,
 //! COND_WRITE.
 
-use super::{addr_hi, bit, bits, engine_name, hi32, lo32, put, qword, Body, BodyError, CompareFunction, Words};
+use super::{addr_hi, bit, bits, engine_name, gfx7, hi32, lo32, put, qword, Body, BodyError, CompareFunction, Words};
 use crate::memory::address_from_dwords;
 use crate::packet::field::{BodyField, FieldValue as V, Layout};
 use crate::packet::Opcode;
+use crate::regs::db::GpuFamily;
 
 /// WRITE_DATA (0x37).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -229,7 +230,10 @@ impl<'a> Body<'a> for CopyData {
     }
 }
 
-/// DMA_DATA (0x50), gfx9+ layout.
+/// DMA_DATA (0x50). The COMMAND word (body dword 5) has two layouts:
+/// gfx9+ (BYTE_COUNT \[25:0\], DIS_WC \[31\]; [`Body::decode_body`]) and
+/// gfx6-8 (BYTE_COUNT \[20:0\], DISABLE_WR_CONFIRM \[21\], SRC_SWAP \[23:22\],
+/// DST_SWAP \[25:24\]; [`Body::decode_body_for`] with [`GpuFamily::Gfx7`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DmaData {
     pub engine: u32,
@@ -247,12 +251,17 @@ pub struct DmaData {
     pub src_no_increment: bool,
     pub dst_no_increment: bool,
     pub raw_wait: bool,
-    /// DIS_WC, COMMAND bit 31.
+    /// DIS_WC: COMMAND bit 31 (gfx9+), bit 21 (gfx7).
     pub disable_write_confirm: bool,
+    /// SRC_SWAP and DST_SWAP, COMMAND \[23:22\] and \[25:24\]: the gfx7
+    /// endian swaps (0 none, 1 8-in-16, 2 8-in-32, 3 8-in-64); always 0 in
+    /// the gfx9+ layout, whose BYTE_COUNT covers those bits.
+    pub swaps: (u32, u32),
 }
 
 impl DmaData {
-    fn word0(&self) -> u32 {
+    /// Body dword 0 (DMA_DATA_WORD0), the same on both families.
+    pub fn word0(&self) -> u32 {
         put(self.engine, 0, 0)
             | put(self.cache_policies.0, 13, 14)
             | put(self.dst_sel, 20, 21)
@@ -261,24 +270,37 @@ impl DmaData {
             | put(self.cp_sync.into(), 31, 31)
     }
 
-    fn command(&self) -> u32 {
-        put(self.byte_count, 0, 25)
-            | put(self.src_is_register.into(), 26, 26)
+    /// The COMMAND word (body dword 5) as `family` lays it out.
+    pub fn command(&self, family: GpuFamily) -> u32 {
+        let shared = put(self.src_is_register.into(), 26, 26)
             | put(self.dst_is_register.into(), 27, 27)
             | put(self.src_no_increment.into(), 28, 28)
             | put(self.dst_no_increment.into(), 29, 29)
-            | put(self.raw_wait.into(), 30, 30)
-            | put(self.disable_write_confirm.into(), 31, 31)
+            | put(self.raw_wait.into(), 30, 30);
+        match family {
+            GpuFamily::Gfx103 => shared | put(self.byte_count, 0, 25) | put(self.disable_write_confirm.into(), 31, 31),
+            GpuFamily::Gfx7 => shared | gfx7::dma_command(self),
+        }
     }
-}
 
-impl<'a> Body<'a> for DmaData {
-    fn decode_body(opcode: Opcode, body: &'a [u32]) -> Result<Self, BodyError> {
-        let w = Words::new(opcode, body);
+    /// The largest BYTE_COUNT `family`'s COMMAND word holds: 2^26 − 1 on
+    /// gfx9+, 2^21 − 1 on gfx6-8.
+    pub const fn max_byte_count(family: GpuFamily) -> u32 {
+        match family {
+            GpuFamily::Gfx103 => (1 << 26) - 1,
+            GpuFamily::Gfx7 => (1 << 21) - 1,
+        }
+    }
+
+    fn decode(w: Words<'_>, family: GpuFamily) -> Result<Self, BodyError> {
         let d0 = w.dw(0)?;
         let cmd = w.dw(5)?;
         let src_sel = bits(d0, 29, 30);
         let src = if src_sel == 2 { u64::from(w.dw(1)?) } else { address_from_dwords(w.dw(1)?, w.dw(2)?, 0) };
+        let (byte_count, disable_write_confirm, swaps) = match family {
+            GpuFamily::Gfx103 => (bits(cmd, 0, 25), bit(cmd, 31), (0, 0)),
+            GpuFamily::Gfx7 => gfx7::dma_command_fields(cmd),
+        };
         Ok(Self {
             engine: d0 & 1,
             src_sel,
@@ -287,14 +309,25 @@ impl<'a> Body<'a> for DmaData {
             cache_policies: (bits(d0, 13, 14), bits(d0, 25, 26)),
             src,
             dst: address_from_dwords(w.dw(3)?, w.dw(4)?, 0),
-            byte_count: bits(cmd, 0, 25),
+            byte_count,
             src_is_register: bit(cmd, 26),
             dst_is_register: bit(cmd, 27),
             src_no_increment: bit(cmd, 28),
             dst_no_increment: bit(cmd, 29),
             raw_wait: bit(cmd, 30),
-            disable_write_confirm: bit(cmd, 31),
+            disable_write_confirm,
+            swaps,
         })
+    }
+}
+
+impl<'a> Body<'a> for DmaData {
+    fn decode_body(opcode: Opcode, body: &'a [u32]) -> Result<Self, BodyError> {
+        Self::decode(Words::new(opcode, body), GpuFamily::Gfx103)
+    }
+
+    fn decode_body_for(family: GpuFamily, opcode: Opcode, body: &'a [u32]) -> Result<Self, BodyError> {
+        Self::decode(Words::new(opcode, body), family)
     }
 
     fn opcode(&self) -> Opcode {
@@ -302,17 +335,28 @@ impl<'a> Body<'a> for DmaData {
     }
 
     fn encode_body(&self, out: &mut Vec<u32>) {
+        self.encode_body_for(GpuFamily::Gfx103, out);
+    }
+
+    fn encode_body_for(&self, family: GpuFamily, out: &mut Vec<u32>) {
         out.extend_from_slice(&[
             self.word0(),
             lo32(self.src),
             addr_hi(self.src),
             lo32(self.dst),
             addr_hi(self.dst),
-            self.command(),
+            self.command(family),
         ]);
     }
 
     fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
+        self.fields_into_for(GpuFamily::Gfx103, out);
+    }
+
+    /// The same fields on both families; COMMAND is the family's word (its
+    /// bits named by the family's `COMMAND` layout), and gfx7 lists its
+    /// SRC_SWAP and DST_SWAP.
+    fn fields_into_for(&self, family: GpuFamily, out: &mut Vec<BodyField<'a>>) {
         let src = match self.src_sel {
             0 => "addr",
             1 => "gds",
@@ -337,8 +381,16 @@ impl<'a> Body<'a> for DmaData {
             BodyField::new("DAIC", V::Flag(self.dst_no_increment)),
             BodyField::new("CP_SYNC", V::Flag(self.cp_sync)),
             BodyField::new("ENGINE", V::Name(if self.engine == 1 { "PFP" } else { "ME" })),
+        ]);
+        if family == GpuFamily::Gfx7 {
+            out.extend([
+                BodyField::new("SRC_SWAP", V::Dec(self.swaps.0.into())),
+                BodyField::new("DST_SWAP", V::Dec(self.swaps.1.into())),
+            ]);
+        }
+        out.extend([
             BodyField::with_layout("DMA_DATA_WORD0", V::Raw(self.word0()), Layout::PacketType("DMA_DATA_WORD0")),
-            BodyField::with_layout("COMMAND", V::Raw(self.command()), Layout::PacketType("COMMAND")),
+            BodyField::with_layout("COMMAND", V::Raw(self.command(family)), Layout::PacketType("COMMAND")),
         ])
     }
 }

@@ -7,6 +7,36 @@
 //! processor's handlers decode through these types and nothing else, so
 //! execution, disassembly and the command-buffer builder share one layout.
 //!
+//! A GPU family whose command processor lays a body out differently reads
+//! and writes it through the same type: [`Body::decode_body_for`],
+//! [`Body::encode_body_for`] and [`Body::fields_into_for`] take the
+//! [`GpuFamily`], and the family-less methods are the gfx10.3 reading. The
+//! gfx7 forms (`gfx7.rs`): DMA_DATA's COMMAND word (BYTE_COUNT \[20:0\],
+//! DISABLE_WR_CONFIRM \[21\], SRC_SWAP/DST_SWAP), RELEASE_MEM's compute-ring
+//! form and EVENT_WRITE_EOP's cache-action bits, ACQUIRE_MEM without
+//! GCR_CNTL, SURFACE_SYNC and ACQUIRE_MEM named by the CP_COHER_* registers,
+//! COND_EXEC's CONTROL. [`AnyBody::decode_for`] is the one family-aware
+//! entry point; it gives no body for an opcode the family does not have
+//! ([`Opcode::exists_on`]).
+//!
+//! ```
+//! use pm4core::packet::body::{AnyBody, Body, DmaData};
+//! use pm4core::packet::Opcode;
+//! use pm4core::GpuFamily;
+//!
+//! // A 96-byte copy as radv emits it for Bonaire: DISABLE_WR_CONFIRM is bit 21.
+//! let body = [0x6030_0000, 0x12_9100, 0, 0x12_9100, 0, 0x0020_0060];
+//! let gfx7 = DmaData::decode_body_for(GpuFamily::Gfx7, Opcode::DMA_DATA, &body)?;
+//! assert_eq!((gfx7.byte_count, gfx7.disable_write_confirm), (96, true));
+//! // Read as gfx10.3 lays the word out, the same bits are a 2 MiB copy.
+//! let gfx103 = DmaData::decode_body(Opcode::DMA_DATA, &body)?;
+//! assert_eq!(gfx103.byte_count, 0x20_0060);
+//! assert_eq!(gfx7.encode_for(GpuFamily::Gfx7)[1..], body);
+//! // PRIME_UTCL2 is a gfx10 packet: no body on gfx7.
+//! assert!(AnyBody::decode_for(GpuFamily::Gfx7, Opcode::PRIME_UTCL2, &[0; 4])?.is_none());
+//! # Ok::<(), pm4core::packet::body::BodyError>(())
+//! ```
+//!
 //! ```
 //! use pm4core::packet::body::{Body, WriteData};
 //! use pm4core::packet::Opcode;
@@ -28,6 +58,7 @@ mod const_engine;
 mod draw;
 mod events;
 mod gfx103;
+mod gfx7;
 mod indirect;
 mod markers;
 mod memory;
@@ -48,6 +79,7 @@ pub use sync::*;
 
 use super::field::{write_fields, BodyField};
 use super::{Header, Opcode, Packet, COUNT_ONE_DWORD};
+use crate::regs::db::GpuFamily;
 
 /// A packet body that does not have the dwords its layout needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -91,8 +123,47 @@ pub trait Body<'a>: Sized {
     /// The whole packet: a type-3 header (no predicate, graphics shader
     /// type; COUNT = 0x3FFF for an empty body) and the body.
     fn encode(&self) -> Vec<u32> {
+        self.encode_for(GpuFamily::Gfx103)
+    }
+
+    /// Decodes the body dwords as `family`'s command processor lays them
+    /// out. A body whose layout every family shares reads as
+    /// [`Body::decode_body`] does (the default).
+    fn decode_body_for(family: GpuFamily, opcode: Opcode, body: &'a [u32]) -> Result<Self, BodyError> {
+        let _ = family;
+        Self::decode_body(opcode, body)
+    }
+
+    /// Appends the body dwords in `family`'s layout (the default:
+    /// [`Body::encode_body`]).
+    fn encode_body_for(&self, family: GpuFamily, out: &mut Vec<u32>) {
+        let _ = family;
+        self.encode_body(out);
+    }
+
+    /// Appends the fields as `family`'s packet reference and register
+    /// database name them (the default: [`Body::fields_into`]).
+    fn fields_into_for(&self, family: GpuFamily, out: &mut Vec<BodyField<'a>>) {
+        let _ = family;
+        self.fields_into(out);
+    }
+
+    /// The fields as `family` names them, in order.
+    fn fields_for(&self, family: GpuFamily) -> Vec<BodyField<'a>> {
+        let mut fields = Vec::new();
+        self.fields_into_for(family, &mut fields);
+        fields
+    }
+
+    /// Decodes a packet's body as `family` lays it out.
+    fn decode_for(family: GpuFamily, p: &Packet<'a>) -> Result<Self, BodyError> {
+        Self::decode_body_for(family, p.opcode(), p.body)
+    }
+
+    /// The whole packet in `family`'s layout (header as [`Body::encode`]).
+    fn encode_for(&self, family: GpuFamily) -> Vec<u32> {
         let mut out = vec![0];
-        self.encode_body(&mut out);
+        self.encode_body_for(family, &mut out);
         let body_dwords = out.len() as u32 - 1;
         if let Some(h) = out.first_mut() {
             *h = type3_header(self.opcode(), body_dwords).0;
@@ -410,6 +481,26 @@ macro_rules! any_body {
             pub fn fields_into(&self, out: &mut Vec<BodyField<'a>>) {
                 match self { $(AnyBody::$variant(b) => b.fields_into(out),)* }
             }
+
+            /// Appends the body dwords in `family`'s layout.
+            pub fn encode_body_for(&self, family: GpuFamily, out: &mut Vec<u32>) {
+                match self { $(AnyBody::$variant(b) => b.encode_body_for(family, out),)* }
+            }
+
+            /// The whole packet in `family`'s layout, header first.
+            pub fn encode_for(&self, family: GpuFamily) -> Vec<u32> {
+                match self { $(AnyBody::$variant(b) => b.encode_for(family),)* }
+            }
+
+            /// The fields as `family` names them, in order.
+            pub fn fields_for(&self, family: GpuFamily) -> Vec<BodyField<'a>> {
+                match self { $(AnyBody::$variant(b) => b.fields_for(family),)* }
+            }
+
+            /// Appends the fields as `family` names them to `out`.
+            pub fn fields_into_for(&self, family: GpuFamily, out: &mut Vec<BodyField<'a>>) {
+                match self { $(AnyBody::$variant(b) => b.fields_into_for(family, out),)* }
+            }
         }
     };
 }
@@ -494,10 +585,38 @@ impl<'a> AnyBody<'a> {
     /// # Ok::<(), pm4core::packet::body::BodyError>(())
     /// ```
     pub fn decode(opcode: Opcode, body: &'a [u32]) -> Result<Option<Self>, BodyError> {
+        Self::decode_for(GpuFamily::Gfx103, opcode, body)
+    }
+
+    /// Decodes the body of a packet with `opcode` as `family`'s command
+    /// processor reads it: the family-aware entry point every reader of a
+    /// stream (the processor, the disassembler, the assembler's check of
+    /// its own output) goes through. `Ok(None)` for an opcode without a
+    /// typed body, and for one the family does not have
+    /// ([`Opcode::exists_on`]: its CP meets it as an unknown packet).
+    ///
+    /// ```
+    /// use pm4core::packet::body::AnyBody;
+    /// use pm4core::packet::Opcode;
+    /// use pm4core::GpuFamily;
+    ///
+    /// // RELEASE_MEM on gfx7: the compute-ring form, INT_SEL in [25:24], no INT_CTXID.
+    /// let body = [0x528, 0x6300_0000, 0x4_1008, 1, 0, 0];
+    /// let release = AnyBody::decode_for(GpuFamily::Gfx7, Opcode::RELEASE_MEM, &body)?.unwrap();
+    /// assert_eq!(release.encode_for(GpuFamily::Gfx7)[1..], body);
+    /// let names: Vec<&str> = release.fields_for(GpuFamily::Gfx7).iter().map(|f| f.name).collect();
+    /// assert!(names.contains(&"TC_ACTION_ENA") && !names.contains(&"INT_CTXID"));
+    /// assert!(AnyBody::decode_for(GpuFamily::Gfx7, Opcode::SET_UCONFIG_REG_INDEX, &[0, 0])?.is_none());
+    /// # Ok::<(), pm4core::packet::body::BodyError>(())
+    /// ```
+    pub fn decode_for(family: GpuFamily, opcode: Opcode, body: &'a [u32]) -> Result<Option<Self>, BodyError> {
         use AnyBody as A;
+        if !opcode.exists_on(family) {
+            return Ok(None);
+        }
         macro_rules! d {
             ($variant:ident, $ty:ty) => {
-                A::$variant(<$ty>::decode_body(opcode, body)?)
+                A::$variant(<$ty>::decode_body_for(family, opcode, body)?)
             };
         }
         let decoded = match opcode {
@@ -579,11 +698,16 @@ impl<'a> AnyBody<'a> {
 
     /// Every opcode [`AnyBody::decode`] gives a typed body for.
     pub fn opcodes() -> impl Iterator<Item = Opcode> {
-        Opcode::all_named().filter(|&op| {
+        Self::opcodes_for(GpuFamily::Gfx103)
+    }
+
+    /// Every opcode [`AnyBody::decode_for`] gives a typed body for on `family`.
+    pub fn opcodes_for(family: GpuFamily) -> impl Iterator<Item = Opcode> {
+        Opcode::all_named().filter(move |&op| {
             // An opcode has a body type when decoding some body succeeds or
             // fails for want of dwords (never `Ok(None)`).
             let long = [0u32; 16];
-            !matches!(AnyBody::decode(op, &long), Ok(None))
+            !matches!(AnyBody::decode_for(family, op, &long), Ok(None))
         })
     }
 }

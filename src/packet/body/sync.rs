@@ -5,6 +5,7 @@ use super::{addr_hi, bit, bits, engine_name, hi32, lo32, put, qword, Body, BodyE
 use crate::memory::address_from_dwords;
 use crate::packet::field::{BodyField, FieldValue as V};
 use crate::packet::Opcode;
+use crate::regs::db::GpuFamily;
 
 /// Where WAIT_REG_MEM polls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -293,6 +294,17 @@ pub struct CondExec {
     pub exec_count: u32,
     /// The gfx6 form (EXEC_COUNT in dword 2).
     pub legacy: bool,
+    /// Body dword 2 of the CIK+ form, kept as it is: gfx7's CONTROL
+    /// \[31:28\] (0 = discard the skipped dwords), reserved on gfx10.3
+    /// (CACHE_POLICY \[26:25\] on compute rings). 0 in the gfx6 form.
+    pub control: u32,
+}
+
+impl CondExec {
+    /// Skips `exec_count` dwords when the 32-bit value at `address` is 0.
+    pub fn new(address: u64, exec_count: u32) -> Self {
+        CondExec { address, exec_count, legacy: false, control: 0 }
+    }
 }
 
 impl<'a> Body<'a> for CondExec {
@@ -300,8 +312,8 @@ impl<'a> Body<'a> for CondExec {
         let w = Words::new(opcode, body);
         let address = address_from_dwords(w.dw(0)?, bits(w.dw(1)?, 0, 15), 2);
         let legacy = w.len() < 4;
-        let exec_count = if legacy { w.dw(2)? } else { w.dw(3)? };
-        Ok(Self { address, exec_count: bits(exec_count, 0, 13), legacy })
+        let (control, exec_count) = if legacy { (0, w.dw(2)?) } else { (w.dw(2)?, w.dw(3)?) };
+        Ok(Self { address, exec_count: bits(exec_count, 0, 13), legacy, control })
     }
 
     fn opcode(&self) -> Opcode {
@@ -311,7 +323,7 @@ impl<'a> Body<'a> for CondExec {
     fn encode_body(&self, out: &mut Vec<u32>) {
         out.extend_from_slice(&[lo32(self.address), put(hi32(self.address), 0, 15)]);
         if !self.legacy {
-            out.push(0);
+            out.push(self.control);
         }
         out.push(put(self.exec_count, 0, 13));
     }
@@ -321,6 +333,14 @@ impl<'a> Body<'a> for CondExec {
             BodyField::new("ADDR", V::Hex(self.address)),
             BodyField::new("EXEC_COUNT", V::Dec(self.exec_count.into())),
         ])
+    }
+
+    /// gfx7 also lists CONTROL (dw2 \[31:28\]).
+    fn fields_into_for(&self, family: GpuFamily, out: &mut Vec<BodyField<'a>>) {
+        self.fields_into(out);
+        if family == GpuFamily::Gfx7 && !self.legacy {
+            out.push(BodyField::new("CONTROL", V::Dec(bits(self.control, 28, 31).into())));
+        }
     }
 }
 

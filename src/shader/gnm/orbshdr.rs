@@ -491,6 +491,15 @@ impl GnmCode {
     /// code's `length` bytes (streamed) for the CRC.
     pub fn read(mem: &dyn GuestMemory, code_address: u64) -> Result<Self, ShaderError> {
         let location = locate_in_memory(mem, code_address)?;
+        Self::read_at(mem, code_address, location)
+    }
+
+    /// Decodes the block at `location` after the code at `code_address`.
+    pub(crate) fn read_at(
+        mem: &dyn GuestMemory,
+        code_address: u64,
+        location: OrbShdrLocation,
+    ) -> Result<Self, ShaderError> {
         decode_at(&MemorySource { mem, base: code_address }, location)
     }
 
