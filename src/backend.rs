@@ -830,6 +830,20 @@ impl RecordingBackend {
     }
 }
 
+/// An event type as the recording backend's log writes it: its
+/// VGT_EVENT_TYPE name (`CS_PARTIAL_FLUSH`, as the disassembler shows it),
+/// or the number for a type the register database does not name.
+struct EventName(u32);
+
+impl std::fmt::Display for EventName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match crate::regs::db::event_name(crate::regs::db::GpuFamily::Gfx103, self.0) {
+            Some(name) => f.write_str(name),
+            None => write!(f, "{:#x}", self.0),
+        }
+    }
+}
+
 fn program_summary(programs: &[ProgramBinding; 4]) -> String {
     let mut s = String::new();
     for (stage, p) in ProgramStage::GRAPHICS.iter().zip(programs.iter()) {
@@ -860,7 +874,7 @@ impl Backend for RecordingBackend {
             let _ = write!(line, " args={a:#x} draw_index={}", d.draw_index);
         }
         if let Some([x, y, z]) = d.mesh_groups {
-            let _ = write!(line, " mesh={x}x{y}x{z}");
+            let _ = write!(line, " mesh={x},{y},{z}");
         }
         line.push_str(&program_summary(d.programs));
         self.lines.push(line);
@@ -872,7 +886,7 @@ impl Backend for RecordingBackend {
             return;
         }
         let mut line = format!(
-            "{} dispatch {} dims={}x{}x{} start={},{},{} group={}x{}x{}",
+            "{} dispatch {} dims={},{},{} start={},{},{} group={},{},{}",
             d.queue,
             d.opcode,
             d.dims[0],
@@ -901,7 +915,8 @@ impl Backend for RecordingBackend {
         if !self.accepts() {
             return;
         }
-        self.lines.push(format!("{} event type={:#x} index={}", e.queue, e.event_type, e.event_index));
+        let kind = EventName(e.event_type);
+        self.lines.push(format!("{} event type={kind} index={}", e.queue, e.event_index));
     }
 
     fn cache_action(&mut self, queue: QueueId, action: &CacheAction) {
@@ -917,8 +932,16 @@ impl Backend for RecordingBackend {
             return;
         }
         self.lines.push(format!(
-            "{} fence {} event={:#x} addr={:#x} data={:#x} data_sel={} int_sel={} ctxid={:#x} interrupt={}",
-            f.queue, f.opcode, f.event_type, f.address, f.data, f.data_sel, f.int_sel, f.int_ctxid, f.interrupt
+            "{} fence {} event={} addr={:#x} data={:#x} data_sel={} int_sel={} ctxid={:#x} interrupt={}",
+            f.queue,
+            f.opcode,
+            EventName(f.event_type),
+            f.address,
+            f.data,
+            f.data_sel,
+            f.int_sel,
+            f.int_ctxid,
+            f.interrupt
         ));
     }
 
