@@ -150,7 +150,7 @@ impl ReplayBackend {
                 if self.skipped_ibs.len() < self.max_skipped_ibs =>
             {
                 let packet = location.address();
-                self.skipped_ibs.push(SkippedIb { queue: queue.to_string(), address, size_dw, packet });
+                self.skipped_ibs.push(SkippedIb { queue: queue.0, name: queue.to_string(), address, size_dw, packet });
             }
             Call::Dispatch(d) => {
                 self.draw_calls += 1;

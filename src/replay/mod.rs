@@ -55,10 +55,24 @@ pub struct ReplayOptions {
     /// Dwords written to guest memory after every region is mapped and
     /// before the first submission (`--patch ADDR=DWORD`): what-if replays.
     pub patches: Vec<(u64, u32)>,
-    /// GPU settings (deterministic mode is always used; each submission's
+    /// GPU settings (each submission's
     /// [`ProcessorConfig::work_budget`](crate::processor::ProcessorConfig::work_budget)
     /// is [`Limits::max_packets`]).
     pub gpu: GpuConfig,
+    /// Replay on a [`Gpu::threaded`](crate::gpu::Gpu::threaded) with
+    /// [`GpuConfig::workers`] workers instead of the deterministic GPU
+    /// (`pm4 replay --workers N`). Host writes and shader creations still
+    /// wait until the GPU has run as far as it can, so a stream whose queues
+    /// do not race gives the same counts, memory and per-queue events; what
+    /// differs: submissions to different queues run at once rather than one
+    /// after another (a queue may wait where the deterministic replay found
+    /// its label written, or find it written where that replay waited, so
+    /// `waits` can differ), the log's lines of
+    /// different queues interleave in the order the workers ran them, and
+    /// the limits are checked every millisecond rather than every 16
+    /// slices. Observed replays ([`replay_observed`], the timeline's pass,
+    /// stall forensics) are always deterministic.
+    pub threaded: bool,
     /// What the replay may cost (work, written memory, log and timeline
     /// records, program map).
     pub limits: Limits,
@@ -85,14 +99,45 @@ pub struct ReplayOutputs {
     pub timeline: Option<Box<dyn std::io::Write + Send>>,
 }
 
+/// How far a replay is, as its progress callback is told: after every
+/// chunk of the trace, and while the GPU runs (every few thousand packets
+/// of a long submission; per chunk only on a threaded GPU).
+///
+/// ```
+/// use pm4core::replay::{replay_with_progress, Progress, ReplayOptions};
+/// use pm4core::trace::Trace;
+///
+/// let trace = Trace::read_file(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/traces/corpus/ibs.pm4t"))).unwrap();
+/// let mut seen: Vec<Progress> = Vec::new();
+/// let outcome = replay_with_progress(&trace, &ReplayOptions::default(), &mut |p| seen.push(p));
+/// let last = seen.last().unwrap();
+/// assert!(last.finished() && last.packets == outcome.summary.packets.total);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Chunks of the trace applied so far.
+    pub chunks_done: usize,
+    /// Chunks in the trace.
+    pub chunks: usize,
+    /// Packets all queues have run so far.
+    pub packets: u64,
+}
+
+impl Progress {
+    /// True once every chunk is applied and the GPU has run to its end.
+    pub fn finished(&self) -> bool {
+        self.chunks_done == self.chunks
+    }
+}
+
 /// Replays `trace` and summarises it. Problems met while replaying are in
 /// the summary's `errors`; the trace itself was validated when it was read.
 pub fn replay(trace: &Trace, options: &ReplayOptions) -> ReplayOutcome {
     replay_with_progress(trace, options, &mut |_| {})
 }
 
-/// [`replay`], calling `progress(chunks_done)` as it goes through the trace's
-/// events. When the replay ends stalled or a submission fails, the trace is
+/// [`replay`], calling `progress` ([`Progress`]) as it goes through the
+/// trace's events and while the GPU runs. When the replay ends stalled or a submission fails, the trace is
 /// replayed a second time under a [`forensics`] observer and the summary's
 /// `stalls` say what each stuck queue waits on (or failed at) and who last
 /// wrote what it waits on.
@@ -101,7 +146,11 @@ pub fn replay(trace: &Trace, options: &ReplayOptions) -> ReplayOutcome {
 /// scheduler slice (so each wait's releasing write is seen: see
 /// [`crate::diagnostics::timeline`]); the summary and the log are the
 /// plain replay's.
-pub fn replay_with_progress(trace: &Trace, options: &ReplayOptions, progress: &mut dyn FnMut(usize)) -> ReplayOutcome {
+pub fn replay_with_progress(
+    trace: &Trace,
+    options: &ReplayOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> ReplayOutcome {
     replay_to(trace, options, ReplayOutputs::default(), progress)
 }
 
@@ -115,7 +164,7 @@ pub fn replay_to(
     trace: &Trace,
     options: &ReplayOptions,
     outputs: ReplayOutputs,
-    progress: &mut dyn FnMut(usize),
+    progress: &mut dyn FnMut(Progress),
 ) -> ReplayOutcome {
     let stream = |w: Box<dyn std::io::Write + Send>| RecordOut::Stream(std::io::BufWriter::new(w));
     let log = match outputs.log {
@@ -154,7 +203,7 @@ pub fn replay_to(
 pub fn replay_observed(
     trace: &Trace,
     options: &ReplayOptions,
-    progress: &mut dyn FnMut(usize),
+    progress: &mut dyn FnMut(Progress),
     observer: Option<&mut dyn ReplayObserver>,
 ) -> ReplayOutcome {
     let log = options.log.then(|| RecordOut::Lines(Vec::new()));

@@ -3,7 +3,7 @@
 //! command line uses.
 
 use crate::backend::QueueId;
-use crate::regs::db::{self, GpuFamily};
+use crate::regs::db::GpuFamily;
 
 /// A memory range to report after the replay (`--mem ADDR:LEN`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,18 +44,39 @@ pub struct RegisterQuery {
 }
 
 impl RegisterQuery {
-    /// Parses `NAME`, `NAME@QUEUE` (`gfx`, `compP.Q` or a number) or a
-    /// 0x-hex register index, against the register database of `family`.
+    /// Parses `NAME` (in any case), `NAME@QUEUE` (`gfx`, `compP.Q` or a
+    /// number) or a 0x-hex register index, against the register database
+    /// of `family`. A name the database lacks is refused with the nearest
+    /// one it has, if one is near.
+    ///
+    /// ```
+    /// use pm4core::regs::db::GpuFamily;
+    /// use pm4core::replay::RegisterQuery;
+    ///
+    /// let q = RegisterQuery::parse("db_render_control@comp0.1", GpuFamily::Gfx103).unwrap();
+    /// assert_eq!((q.register, q.queue.0), (0xa000, 2));
+    /// assert_eq!(
+    ///     RegisterQuery::parse("DB_RENDR_CONTROL", GpuFamily::Gfx103).unwrap_err(),
+    ///     "no register named 'DB_RENDR_CONTROL' in the gfx10.3 database (did you mean DB_RENDER_CONTROL?)"
+    /// );
+    /// assert!(RegisterQuery::parse("DB_RENDER_CONTROL@comp7.0", GpuFamily::Gfx103).unwrap_err().contains("pipe 0-6"));
+    /// ```
     pub fn parse(text: &str, family: GpuFamily) -> Result<Self, String> {
         let (name, queue) = match text.split_once('@') {
-            Some((n, q)) => (n, parse_queue(q).ok_or_else(|| format!("bad queue '{q}' in '{text}'"))?),
+            Some((n, q)) => (n, q.parse::<QueueId>().map_err(|e| format!("{text}: {e}"))?),
             None => (text, QueueId::GRAPHICS),
         };
-        let register = match db::register_by_name(family, name) {
+        let register = match crate::asm::names::register(family, name) {
             Some(info) => info.offset,
             None => match parse_number(name) {
                 Some(n) if n < 0x1_0000 => n as u32,
-                _ => return Err(format!("no register named '{name}' in the {family} database")),
+                _ => {
+                    let mut message = format!("no register named '{name}' in the {family} database");
+                    if let Some(near) = crate::asm::names::nearest_register(family, name) {
+                        message.push_str(&format!(" (did you mean {near}?)"));
+                    }
+                    return Err(message);
+                }
             },
         };
         Ok(Self { label: text.to_string(), register, queue })

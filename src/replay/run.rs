@@ -10,7 +10,7 @@ use super::summary::{
     QueueSummary, ReplayErrorEntry, ReplayErrorKind, ReplayOutcome, ReplaySummary, UnknownPacketEntry,
 };
 use super::timeline::Timeline;
-use super::ReplayOptions;
+use super::{Progress, ReplayOptions};
 use crate::backend::{QueueId, RecordingBackend};
 use crate::diagnostics::forensics::Failure;
 use crate::diagnostics::timeline::WaitTracker;
@@ -26,7 +26,10 @@ fn error(kind: ReplayErrorKind, message: impl Into<String>) -> ReplayErrorEntry 
     ReplayErrorEntry { kind, message: message.into() }
 }
 
-fn gpu_error_entry(e: &GpuError) -> ReplayErrorEntry {
+/// A GPU error as the summary lists it: a resource limit reached is of kind
+/// `limit` and names the limit's field and option; an indirect buffer
+/// outside the trace's memory names `--skip-unmapped-ibs`.
+fn gpu_error_entry(e: &GpuError, limits: &Limits) -> ReplayErrorEntry {
     let memory_limit = match e {
         GpuError::Processor { source: Pm4Error::Memory { source, .. }, .. } | GpuError::HostWrite { source, .. } => {
             match source {
@@ -40,10 +43,32 @@ fn gpu_error_entry(e: &GpuError) -> ReplayErrorEntry {
     if let Some(limit) = memory_limit {
         return error(ReplayErrorKind::Limit, format!("{e} ({}; raise it with {})", limit.field(), limit.option()));
     }
-    if let GpuError::Processor { source: Pm4Error::WorkBudgetExhausted { .. }, .. } = e {
-        // A submission's budget is the replay's packet limit.
-        let limit = Limit::Packets;
-        return error(ReplayErrorKind::Limit, format!("{e} ({}; raise it with {})", limit.field(), limit.option()));
+    if let GpuError::Processor { queue, submission, source: Pm4Error::WorkBudgetExhausted { location, .. } } = e {
+        // A submission's budget is the replay's packet limit: said as the
+        // limit, with where the submission stopped.
+        let limit = LimitExceeded { limit: Limit::Packets, value: limits.max_packets };
+        return error(
+            ReplayErrorKind::Limit,
+            format!("{limit}: submission {submission} on {queue} stopped at {location}"),
+        );
+    }
+    if let GpuError::Processor {
+        source:
+            Pm4Error::Memory {
+                opcode: Opcode::INDIRECT_BUFFER | Opcode::INDIRECT_BUFFER_CONST,
+                source: MemoryError::Unmapped { .. },
+                ..
+            },
+        ..
+    } = e
+    {
+        return error(
+            ReplayErrorKind::Memory,
+            format!(
+                "{e} (an indirect buffer the trace holds no memory for, as in command-only captures: \
+                 --skip-unmapped-ibs reports such buffers and goes on)"
+            ),
+        );
     }
     let kind = match e {
         GpuError::Processor { source, .. } => ReplayErrorKind::of(source),
@@ -62,8 +87,9 @@ struct Observed<'a> {
     waits: Option<WaitTracker>,
     max_waits: usize,
     waits_truncated: bool,
-    /// Packets each queue ran so far.
+    /// Packets each queue ran so far, and all queues together.
     counts: [u64; QueueId::COUNT as usize],
+    total: u64,
     /// Queues that were given a submission, and those suspended now.
     submitted: [bool; QueueId::COUNT as usize],
     suspended: [bool; QueueId::COUNT as usize],
@@ -110,8 +136,29 @@ impl From<GpuError> for Stop {
     }
 }
 
-/// The first of the replay's work limits that the GPU has gone past.
-fn check_limits(gpu: &ReplayGpu, limits: &Limits) -> Result<(), Stop> {
+/// The replay's progress callback and where the replay is.
+struct Reporter<'a> {
+    callback: &'a mut dyn FnMut(Progress),
+    at: Progress,
+}
+
+impl Reporter<'_> {
+    fn chunks_done(&mut self, done: usize) {
+        self.at.chunks_done = done;
+        (self.callback)(self.at);
+    }
+
+    fn packets(&mut self, packets: u64) {
+        if packets != self.at.packets {
+            self.at.packets = packets;
+            (self.callback)(self.at);
+        }
+    }
+}
+
+/// The first of the replay's work limits that the GPU has gone past; else
+/// the packets run so far.
+fn check_limits(gpu: &ReplayGpu, limits: &Limits) -> Result<u64, Stop> {
     let stats = gpu.stats();
     let draw_calls = gpu.with_backend(|b| b.draw_calls);
     let written = gpu.with_memory_ref(|m| m.bytes_written());
@@ -122,17 +169,68 @@ fn check_limits(gpu: &ReplayGpu, limits: &Limits) -> Result<(), Stop> {
     ];
     match checks.iter().find(|(_, used, max)| used > max) {
         Some(&(limit, _, value)) => Err(Stop::Limit(LimitExceeded { limit, value })),
-        None => Ok(()),
+        None => Ok(stats.packets),
+    }
+}
+
+/// How often a threaded replay's watchdog checks the work limits.
+const THREADED_CHECK: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// A threaded GPU run as far as it can ([`Gpu::run_until_stalled`]) while a
+/// watchdog thread checks the work limits; past one it aborts every queue's
+/// submission (again at each check, as queued ones start) until the run
+/// ends.
+fn run_threaded(gpu: &ReplayGpu, limits: &Limits, reporter: &mut Reporter<'_>) -> Result<RunStatus, Stop> {
+    let (done, finished) = crossbeam_channel::bounded::<()>(0);
+    let reached = std::thread::scope(|s| {
+        let watchdog = s.spawn(|| {
+            let mut reached = None;
+            loop {
+                if reached.is_none() {
+                    if let Err(Stop::Limit(e)) = check_limits(gpu, limits) {
+                        reached = Some(e);
+                    }
+                }
+                if reached.is_some() {
+                    for q in 0..QueueId::COUNT {
+                        let _ = gpu.abort(QueueId(q));
+                    }
+                }
+                match finished.recv_timeout(THREADED_CHECK) {
+                    Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+                    _ => return reached,
+                }
+            }
+        });
+        let status = gpu.run_until_stalled();
+        drop(done);
+        (status, watchdog.join().ok().flatten())
+    });
+    match reached {
+        (_, Some(e)) => Err(Stop::Limit(e)),
+        (status, None) => {
+            let status = status?;
+            reporter.packets(check_limits(gpu, limits)?);
+            Ok(status)
+        }
     }
 }
 
 /// Runs the GPU as far as it can, checking the work limits between slices;
 /// with an observer, one packet per step, the observer called after each.
-fn run_gpu(gpu: &ReplayGpu, observed: &mut Option<Observed<'_>>, limits: &Limits) -> Result<RunStatus, Stop> {
+fn run_gpu(
+    gpu: &ReplayGpu,
+    observed: &mut Option<Observed<'_>>,
+    limits: &Limits,
+    reporter: &mut Reporter<'_>,
+) -> Result<RunStatus, Stop> {
+    if gpu.is_threaded() {
+        return run_threaded(gpu, limits, reporter);
+    }
     let Some(o) = observed else {
         loop {
             let status = gpu.run_slices(CHECK_SLICES)?;
-            check_limits(gpu, limits)?;
+            reporter.packets(check_limits(gpu, limits)?);
             if status != RunStatus::Running {
                 return Ok(status);
             }
@@ -145,8 +243,8 @@ fn run_gpu(gpu: &ReplayGpu, observed: &mut Option<Observed<'_>>, limits: &Limits
     loop {
         let status = gpu.run_slices(1)?;
         steps += 1;
-        if steps % CHECK_SLICES == 0 {
-            check_limits(gpu, limits)?;
+        if steps % CHECK_SLICES == 0 || status != RunStatus::Running {
+            reporter.packets(check_limits(gpu, limits)?);
             // A timeline that is full has nothing more to learn.
             if gpu.with_backend(|b| b.timeline.as_ref().is_some_and(|t| !t.records.accepts())) {
                 o.stopped = true;
@@ -159,7 +257,13 @@ fn run_gpu(gpu: &ReplayGpu, observed: &mut Option<Observed<'_>>, limits: &Limits
                 o.waits_truncated = true;
             }
         }
-        let ran = gpu.with_backend(|b| b.executed.as_mut().map(std::mem::take).unwrap_or_default());
+        let (ran, draw_calls) =
+            gpu.with_backend(|b| (b.executed.as_mut().map(std::mem::take).unwrap_or_default(), b.draw_calls));
+        // One packet a step: the packet limit is checked at each, exactly,
+        // once the observer has seen the packet (the dword and write limits
+        // every CHECK_SLICES steps).
+        o.total += ran.len() as u64;
+        let past_limit = o.total.saturating_add(draw_calls) > limits.max_packets;
         for (queue, header, location) in ran {
             let slot = o.counts.get_mut(queue.0 as usize);
             let index = slot.as_deref().copied().unwrap_or(0);
@@ -177,6 +281,9 @@ fn run_gpu(gpu: &ReplayGpu, observed: &mut Option<Observed<'_>>, limits: &Limits
                 o.stopped = true;
                 return Ok(RunStatus::Idle);
             }
+        }
+        if past_limit {
+            return Err(Stop::Limit(LimitExceeded { limit: Limit::Packets, value: limits.max_packets }));
         }
         if o.wants_suspensions() {
             for q in 0..QueueId::COUNT {
@@ -209,7 +316,7 @@ fn run_gpu(gpu: &ReplayGpu, observed: &mut Option<Observed<'_>>, limits: &Limits
 pub(super) fn replay_into(
     trace: &Trace,
     options: &ReplayOptions,
-    progress: &mut dyn FnMut(usize),
+    progress: &mut dyn FnMut(Progress),
     observer: Option<&mut dyn ReplayObserver>,
     log: Option<RecordOut>,
     timeline: Option<RecordOut>,
@@ -247,6 +354,7 @@ pub(super) fn replay_into(
         max_waits: max_events,
         waits_truncated: false,
         counts: [0; QueueId::COUNT as usize],
+        total: 0,
         submitted: [false; QueueId::COUNT as usize],
         suspended: [false; QueueId::COUNT as usize],
         stopped: false,
@@ -254,8 +362,19 @@ pub(super) fn replay_into(
     let memory = SparseMemory::new();
     memory.set_written_limit(limits.max_written_memory);
     memory.set_write_budget(limits.max_write_bytes);
-    let gpu = Gpu::deterministic(memory, backend, config);
     let mut errors = Vec::new();
+    let gpu = if options.threaded && !observe {
+        match Gpu::threaded(memory, backend, config) {
+            Ok(gpu) => gpu,
+            Err(e) => {
+                let mut outcome = ReplayOutcome::default();
+                outcome.summary.errors.push(error(ReplayErrorKind::Gpu, format!("starting the threaded GPU: {e}")));
+                return outcome;
+            }
+        }
+    } else {
+        Gpu::deterministic(memory, backend, config)
+    };
     let mut submissions: Vec<Submission> = Vec::new();
     let mut host_writes = Vec::new();
     let mut per_queue = [0u64; QueueId::COUNT as usize];
@@ -264,16 +383,19 @@ pub(super) fn replay_into(
 
     // Runs the GPU as far as it can (before a host-side effect, or at the
     // end); a limit stops the replay.
+    let mut reporter =
+        Reporter { callback: progress, at: Progress { chunks: trace.events().len(), ..Progress::default() } };
     let settle = |gpu: &ReplayGpu,
                   errors: &mut Vec<ReplayErrorEntry>,
                   observed: &mut Option<Observed<'_>>,
-                  stopped: &mut bool|
+                  stopped: &mut bool,
+                  reporter: &mut Reporter<'_>|
      -> Option<StallReport> {
-        match run_gpu(gpu, observed, &limits) {
+        match run_gpu(gpu, observed, &limits, reporter) {
             Ok(RunStatus::Stalled(report)) => Some(report),
             Ok(_) => None,
             Err(Stop::Gpu(e)) => {
-                errors.push(gpu_error_entry(&e));
+                errors.push(gpu_error_entry(&e, &limits));
                 None
             }
             Err(Stop::Limit(e)) => {
@@ -288,12 +410,19 @@ pub(super) fn replay_into(
     };
 
     for (done, event) in trace.events().iter().enumerate() {
-        progress(done);
+        reporter.chunks_done(done);
         if stopped || observed.as_ref().is_some_and(|o| o.stopped) {
             break;
         }
         if !started && matches!(event, TraceEvent::Submit { .. }) {
             started = true;
+            if limits.max_packets == 0 {
+                // No packet may run: nothing is submitted.
+                let limit = LimitExceeded { limit: Limit::Packets, value: 0 };
+                errors.push(error(ReplayErrorKind::Limit, format!("{limit}: no submission ran")));
+                stopped = true;
+                break;
+            }
             apply_patches(&gpu, &options.patches, &mut errors);
             if let Some(o) = &mut observed {
                 gpu.with_memory_ref(|m| o.each(|ob| ob.start(m)));
@@ -308,7 +437,7 @@ pub(super) fn replay_into(
                 }
             }
             TraceEvent::HostWrite { address, data, chunk } => {
-                settle(&gpu, &mut errors, &mut observed, &mut stopped);
+                settle(&gpu, &mut errors, &mut observed, &mut stopped, &mut reporter);
                 if stopped {
                     break;
                 }
@@ -318,11 +447,11 @@ pub(super) fn replay_into(
                 let bytes = trace.bytes_of(data);
                 match gpu.write_memory(*address, bytes) {
                     Ok(handle) => host_writes.push(handle),
-                    Err(e) => errors.push(gpu_error_entry(&e)),
+                    Err(e) => errors.push(gpu_error_entry(&e, &limits)),
                 }
             }
             TraceEvent::Shader { header_address, code_address, relocated, chunk } => {
-                settle(&gpu, &mut errors, &mut observed, &mut stopped);
+                settle(&gpu, &mut errors, &mut observed, &mut stopped, &mut reporter);
                 if stopped {
                     break;
                 }
@@ -337,7 +466,7 @@ pub(super) fn replay_into(
             TraceEvent::Submit { queue, address, size_dw, .. } => {
                 match gpu.submit(QueueId(*queue), *address, *size_dw) {
                     Ok(s) => submissions.push(s),
-                    Err(e) => errors.push(gpu_error_entry(&e)),
+                    Err(e) => errors.push(gpu_error_entry(&e, &limits)),
                 }
                 if let Some(n) = per_queue.get_mut(*queue as usize) {
                     *n += 1;
@@ -349,22 +478,23 @@ pub(super) fn replay_into(
             TraceEvent::Note { .. } | TraceEvent::Ancillary { .. } => {}
         }
     }
-    progress(trace.events().len());
     if !started {
         apply_patches(&gpu, &options.patches, &mut errors);
     }
     let mut stall = None;
     if !stopped {
-        if let Some(report) = settle(&gpu, &mut errors, &mut observed, &mut stopped) {
+        if let Some(report) = settle(&gpu, &mut errors, &mut observed, &mut stopped, &mut reporter) {
             // The trace is over: no host write can come, the stall is final.
             errors.push(error(ReplayErrorKind::Deadlock, GpuError::Deadlock(report.clone()).to_string()));
             stall = Some(report);
         }
     }
+    reporter.at.packets = gpu.stats().packets;
+    reporter.chunks_done(trace.events().len());
     let mut failures = Vec::new();
     for w in &host_writes {
         if let Some(Err(e)) = w.poll() {
-            errors.push(gpu_error_entry(&e));
+            errors.push(gpu_error_entry(&e, &limits));
         }
     }
     for s in &submissions {
@@ -373,7 +503,16 @@ pub(super) fn replay_into(
                 continue;
             }
             if !matches!(e, GpuError::Deadlock(_) | GpuError::Pending) {
-                errors.push(gpu_error_entry(&e));
+                let entry = gpu_error_entry(&e, &limits);
+                // The submission's budget is the replay's packet limit: its
+                // error says where, and replaces the replay's own.
+                match errors
+                    .iter_mut()
+                    .find(|x| x.kind == ReplayErrorKind::Limit && entry.message.starts_with(&x.message))
+                {
+                    Some(general) => *general = entry,
+                    None => errors.push(entry),
+                }
             }
             if let GpuError::Processor { queue, source, .. } = &e {
                 let packet = source.location().map(|l| l.address());
@@ -416,6 +555,7 @@ pub(super) fn replay_into(
         for u in &stats.unknown_packets {
             summary.unknown_packets.push(UnknownPacketEntry {
                 queue: u.queue,
+                name: QueueId(u.queue).to_string(),
                 address: u.address,
                 header: u.header,
                 dump: u.dump.clone(),
@@ -446,7 +586,7 @@ pub(super) fn replay_into(
             Ok(v) => {
                 summary.registers.insert(query.label.clone(), v);
             }
-            Err(e) => errors.push(gpu_error_entry(&e)),
+            Err(e) => errors.push(gpu_error_entry(&e, &limits)),
         }
     }
 

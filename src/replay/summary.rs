@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use crate::backend::{ProgramStage, QueueId};
+use crate::backend::ProgramStage;
 use crate::diagnostics::forensics::{Failure, QueueForensics};
 use crate::gpu::StallReport;
 use crate::processor::Pm4Error;
@@ -135,7 +135,10 @@ impl serde::Serialize for ReplayErrorKind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct UnknownPacketEntry {
+    /// Queue number (0 graphics, 1 + pipe × 8 + queue compute).
     pub queue: u32,
+    /// Queue name (`gfx`, `comp0.0`, …).
+    pub name: String,
     pub address: u64,
     pub header: u32,
     pub dump: String,
@@ -188,8 +191,10 @@ pub struct ReplaySummary {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct SkippedIb {
+    /// Queue number (0 graphics, 1 + pipe × 8 + queue compute).
+    pub queue: u32,
     /// Queue name (`gfx`, `comp0.0`, …).
-    pub queue: String,
+    pub name: String,
     /// Address of the buffer the packet jumped to.
     pub address: u64,
     pub size_dw: u32,
@@ -299,7 +304,7 @@ pub fn format_summary(s: &ReplaySummary) -> String {
         let _ = writeln!(out, "unknown packets: none");
     }
     for u in &s.unknown_packets {
-        let _ = writeln!(out, "unknown packet {:#010x} on {} at {:#x}:", u.header, QueueId(u.queue), u.address);
+        let _ = writeln!(out, "unknown packet {:#010x} on {} at {:#x}:", u.header, u.name, u.address);
         let _ = write!(out, "{}", u.dump);
     }
     for (label, hex) in &s.memory {
@@ -312,7 +317,7 @@ pub fn format_summary(s: &ReplaySummary) -> String {
         let _ = writeln!(
             out,
             "skipped indirect buffer on {} at {:#x}: {:#x}, {} {} not in the trace",
-            ib.queue,
+            ib.name,
             ib.packet,
             ib.address,
             ib.size_dw,
