@@ -39,7 +39,7 @@ struct Cli {
 /// What a replay's work may cost (`pm4core::limits::Limits`).
 #[derive(Args)]
 struct LimitArgs {
-    /// Most packets all queues run over the whole replay (each draw of a multi-draw packet counts one more).
+    /// Most packets all queues run over the whole replay (each draw or dispatch a packet makes counts one more).
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_packets, value_parser = parse_u64)]
     max_packets: u64,
     /// Most command dwords all queues read over the whole replay.

@@ -92,3 +92,40 @@ fn threaded_replay_gives_what_deterministic_replay_gives() {
         }
     }
 }
+
+#[test]
+fn a_threaded_replay_stops_at_a_limit_and_reports_a_stall_as_deterministic_replay_does() {
+    use pm4core::limits::Limits;
+    // A buffer that chains to itself on two queues: only the limit ends it.
+    let looping = pm4core::asm::assemble_trace(
+        ".info gpu=gfx10.3\nloop: .mem 0x100000\n    NOP 0\n    chain loop, dwords(loop)\n.end\n\
+         .submit gfx loop\n.submit comp0.0 loop\n",
+    )
+    .unwrap();
+    for workers in [1, 2] {
+        let mut options = ReplayOptions { threaded: true, ..Default::default() };
+        options.gpu.workers = workers;
+        options.limits = Limits { max_packets: 100_000, ..Limits::default() };
+        let outcome = replay(&looping, &options);
+        let kinds: Vec<String> = outcome.summary.errors.iter().map(|e| e.kind.to_string()).collect();
+        assert!(
+            !kinds.is_empty() && kinds.iter().all(|k| k == "limit"),
+            "{workers} workers: {:?}",
+            outcome.summary.errors
+        );
+        assert!(outcome.summary.errors[0].message.contains("more than 100000 packets"), "{:?}", outcome.summary.errors);
+    }
+    // A wait nothing ends: the same stall as the deterministic replay's.
+    let stalled = pm4core::asm::assemble_trace(
+        ".info gpu=gfx10.3\n.zero 0x200000, 0x100\nmain: .mem 0x100000\n    WRITE_DATA addr=0x200004 data=1\n    \
+         WAIT_REG_MEM function=eq addr=0x200000 ref=1\n.end\n.submit comp0.0 main\n",
+    )
+    .unwrap();
+    let reference = replay(&stalled, &ReplayOptions::default());
+    let mut options = ReplayOptions { threaded: true, ..Default::default() };
+    options.gpu.workers = 2;
+    let threaded = replay(&stalled, &options);
+    assert_eq!(threaded.summary.errors, reference.summary.errors);
+    assert_eq!(threaded.summary.errors[0].kind, "deadlock");
+    assert_eq!(threaded.summary.stalls, reference.summary.stalls);
+}
