@@ -715,22 +715,68 @@ impl Backend for NullBackend {
 
 /// A backend that records a deterministic, human-readable event log, one
 /// line per effect, for tests and `pm4 replay --log`.
-#[derive(Clone, Debug, Default)]
+///
+/// The log is bounded: it holds at most [`max_lines`](Self::max_lines)
+/// lines ([`Limits::max_events`](crate::limits::Limits::max_events) by
+/// default, 2^20), then one final `truncated at N events` line; effects past
+/// it are counted ([`lines_dropped`](Self::lines_dropped), and the `draws`,
+/// `dispatches` and `fences` counters) but not formatted, so that one
+/// multi-draw packet of 2^26 draws cannot fill the host's memory with its
+/// lines.
+///
+/// ```
+/// use pm4core::backend::{Backend, Marker, QueueId, RecordingBackend};
+/// use pm4core::limits::{Limit, Limits};
+///
+/// let mut log = RecordingBackend::with_limits(&Limits { max_events: 2, ..Limits::default() });
+/// for _ in 0..5 {
+///     log.marker(QueueId::GRAPHICS, &Marker::Push("frame"));
+/// }
+/// assert_eq!(log.lines, [r#"gfx marker push "frame""#, r#"gfx marker push "frame""#, "truncated at 2 events"]);
+/// assert_eq!(log.lines_dropped, 3);
+/// assert_eq!(log.truncated().map(|e| e.limit), Some(Limit::Events));
+/// ```
+#[derive(Clone, Debug)]
 pub struct RecordingBackend {
     /// The log lines, in order.
     pub lines: Vec<String>,
-    /// Unknown-packet reports, in order.
+    /// Unknown-packet reports, in order (at most `max_lines`).
     pub unknown: Vec<UnknownPacket>,
     /// Count of draws (callbacks, one per sub-draw).
     pub draws: u64,
     pub dispatches: u64,
     pub fences: u64,
+    /// Most lines [`lines`](Self::lines) holds; the first line refused adds
+    /// a final `truncated at N events` line.
+    pub max_lines: u64,
+    /// Lines not recorded because [`lines`](Self::lines) was full.
+    pub lines_dropped: u64,
+}
+
+impl Default for RecordingBackend {
+    fn default() -> Self {
+        Self::with_limits(&crate::limits::Limits::default())
+    }
 }
 
 impl RecordingBackend {
-    /// An empty log.
+    /// An empty log of at most [`Limits::max_events`](crate::limits::Limits::max_events)'s
+    /// default of lines.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty log of at most `limits.max_events` lines.
+    pub fn with_limits(limits: &crate::limits::Limits) -> Self {
+        RecordingBackend {
+            lines: Vec::new(),
+            unknown: Vec::new(),
+            draws: 0,
+            dispatches: 0,
+            fences: 0,
+            max_lines: limits.max_events,
+            lines_dropped: 0,
+        }
     }
 
     /// The log as one string, one line per event.
@@ -743,9 +789,59 @@ impl RecordingBackend {
         s
     }
 
-    /// Appends a line (host-side events such as submissions).
+    /// Appends a line (host-side events such as submissions), unless the
+    /// log is full.
     pub fn push(&mut self, line: String) {
-        self.lines.push(line);
+        if self.accepts() {
+            self.lines.push(line);
+        }
+    }
+
+    /// The limit the log reached, if it did: lines were dropped.
+    pub fn truncated(&self) -> Option<crate::limits::LimitExceeded> {
+        (self.lines_dropped > 0)
+            .then_some(crate::limits::LimitExceeded { limit: crate::limits::Limit::Events, value: self.max_lines })
+    }
+
+    /// Bytes the log's lines and reports hold on the heap (what a harness
+    /// checks against the bound).
+    pub fn heap_bytes(&self) -> usize {
+        let lines: usize = self.lines.iter().map(String::capacity).sum();
+        let unknown: usize = self.unknown.iter().map(|u| u.dump.capacity()).sum();
+        lines
+            + unknown
+            + self.lines.capacity() * std::mem::size_of::<String>()
+            + self.unknown.capacity() * std::mem::size_of::<UnknownPacket>()
+    }
+
+    /// True while the log takes a line; at the bound, writes the final line
+    /// once, counts the refused one and returns false (the caller then does
+    /// not format it).
+    #[inline]
+    fn accepts(&mut self) -> bool {
+        let held = (self.lines.len() as u64).saturating_sub(u64::from(self.lines_dropped > 0));
+        if held < self.max_lines {
+            return true;
+        }
+        if self.lines_dropped == 0 {
+            self.lines.push(format!("truncated at {} events", self.max_lines));
+        }
+        self.lines_dropped += 1;
+        false
+    }
+}
+
+/// An event type as the recording backend's log writes it: its
+/// VGT_EVENT_TYPE name (`CS_PARTIAL_FLUSH`, as the disassembler shows it),
+/// or the number for a type the register database does not name.
+struct EventName(u32);
+
+impl std::fmt::Display for EventName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match crate::regs::db::event_name(crate::regs::db::GpuFamily::Gfx103, self.0) {
+            Some(name) => f.write_str(name),
+            None => write!(f, "{:#x}", self.0),
+        }
     }
 }
 
@@ -765,6 +861,9 @@ fn program_summary(programs: &[ProgramBinding; 4]) -> String {
 impl Backend for RecordingBackend {
     fn draw(&mut self, d: &Draw<'_>) {
         self.draws += 1;
+        if !self.accepts() {
+            return;
+        }
         let mut line = format!(
             "{} draw {} count={} instances={} first={} base_vertex={} first_instance={} prim={}",
             d.queue, d.opcode, d.count, d.instance_count, d.first, d.base_vertex, d.first_instance, d.primitive_type
@@ -776,7 +875,7 @@ impl Backend for RecordingBackend {
             let _ = write!(line, " args={a:#x} draw_index={}", d.draw_index);
         }
         if let Some([x, y, z]) = d.mesh_groups {
-            let _ = write!(line, " mesh={x}x{y}x{z}");
+            let _ = write!(line, " mesh={x},{y},{z}");
         }
         line.push_str(&program_summary(d.programs));
         self.lines.push(line);
@@ -784,8 +883,11 @@ impl Backend for RecordingBackend {
 
     fn dispatch(&mut self, d: &Dispatch<'_>) {
         self.dispatches += 1;
+        if !self.accepts() {
+            return;
+        }
         let mut line = format!(
-            "{} dispatch {} dims={}x{}x{} start={},{},{} group={}x{}x{}",
+            "{} dispatch {} dims={},{},{} start={},{},{} group={},{},{}",
             d.queue,
             d.opcode,
             d.dims[0],
@@ -811,22 +913,43 @@ impl Backend for RecordingBackend {
     }
 
     fn event(&mut self, e: &Event) {
-        self.lines.push(format!("{} event type={:#x} index={}", e.queue, e.event_type, e.event_index));
+        if !self.accepts() {
+            return;
+        }
+        let kind = EventName(e.event_type);
+        self.lines.push(format!("{} event type={kind} index={}", e.queue, e.event_index));
     }
 
     fn cache_action(&mut self, queue: QueueId, action: &CacheAction) {
+        if !self.accepts() {
+            return;
+        }
         self.lines.push(format!("{queue} cache {action}"));
     }
 
     fn fence(&mut self, f: &Fence) {
         self.fences += 1;
+        if !self.accepts() {
+            return;
+        }
         self.lines.push(format!(
-            "{} fence {} event={:#x} addr={:#x} data={:#x} data_sel={} int_sel={} ctxid={:#x} interrupt={}",
-            f.queue, f.opcode, f.event_type, f.address, f.data, f.data_sel, f.int_sel, f.int_ctxid, f.interrupt
+            "{} fence {} event={} addr={:#x} data={:#x} data_sel={} int_sel={} ctxid={:#x} interrupt={}",
+            f.queue,
+            f.opcode,
+            EventName(f.event_type),
+            f.address,
+            f.data,
+            f.data_sel,
+            f.int_sel,
+            f.int_ctxid,
+            f.interrupt
         ));
     }
 
     fn flip(&mut self, f: &Flip) {
+        if !self.accepts() {
+            return;
+        }
         let mut line = format!("{} flip kind={:#x}", f.queue, f.kind);
         if let Some((a, v)) = f.label {
             let _ = write!(line, " label={a:#x}={v:#x}");
@@ -835,10 +958,16 @@ impl Backend for RecordingBackend {
     }
 
     fn marker(&mut self, queue: QueueId, m: &Marker<'_>) {
+        if !self.accepts() {
+            return;
+        }
         self.lines.push(format!("{queue} marker {m}"));
     }
 
     fn host_command(&mut self, queue: QueueId, code: u32, payload: &[u32]) {
+        if !self.accepts() {
+            return;
+        }
         let mut line = format!("{queue} host_command code={code:#x} payload=");
         if payload.is_empty() {
             line.push_str("none");
@@ -850,6 +979,9 @@ impl Backend for RecordingBackend {
     }
 
     fn not_emulated(&mut self, p: &NotEmulated) {
+        if !self.accepts() {
+            return;
+        }
         self.lines.push(format!("{} not_emulated {} at {:#x}", p.queue, p.opcode, p.location.address()));
     }
 
@@ -861,16 +993,24 @@ impl Backend for RecordingBackend {
         render_backends: u32,
         memory: &dyn GuestMemory,
     ) -> Result<(), MemoryError> {
-        self.lines.push(format!("{queue} sample {kind} at {address:#x}"));
+        if self.accepts() {
+            self.lines.push(format!("{queue} sample {kind} at {address:#x}"));
+        }
         write_default_sample(kind, address, render_backends, memory)
     }
 
     fn unknown_packet(&mut self, r: &UnknownPacket) {
+        if !self.accepts() {
+            return;
+        }
         self.lines.push(format!("{} unknown_packet header={:#010x} at {:#x}", QueueId(r.queue), r.header, r.address));
         self.unknown.push(r.clone());
     }
 
     fn skipped_indirect_buffer(&mut self, queue: QueueId, location: &PacketLocation, address: u64, size_dw: u32) {
+        if !self.accepts() {
+            return;
+        }
         self.lines
             .push(format!("{queue} skipped_ib addr={address:#x} size_dw={size_dw} packet={:#x}", location.address()));
     }

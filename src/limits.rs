@@ -13,7 +13,7 @@
 //! | [`Limits::max_dwords`] | 2^30 | command dwords all queues read over a whole replay (register runs cost per dword) | `--max-dwords` |
 //! | [`Limits::max_write_bytes`] | 2 GiB | bytes packets and host writes write to guest memory over a whole replay (fills and copies cost per byte; checked at the write, [`SparseMemory::set_write_budget`](crate::memory::SparseMemory::set_write_budget)) | `--max-write-bytes` |
 //! | [`Limits::max_written_memory`] | 1 GiB | guest memory a replay copies because it was written (4 KiB pages, [`SparseMemory::set_written_limit`](crate::memory::SparseMemory::set_written_limit)) | `--max-memory` |
-//! | [`Limits::max_events`] | 2^20 | records of the event log and of the timeline (packets; its wait spans too), each, then one "truncated at N events" record; entries of the summary's `skipped_ibs` | `--max-events` |
+//! | [`Limits::max_events`] | 2^20 | records of the event log and of the timeline (packets; its wait spans too), each, then one "truncated at N events" record; entries of the summary's `skipped_ibs`; lines a [`RecordingBackend`](crate::backend::RecordingBackend) holds ([`RecordingBackend::with_limits`](crate::backend::RecordingBackend::with_limits)) | `--max-events` |
 //! | [`Limits::max_programs`] | 65 536 | distinct program addresses a replay keeps ([`ReplayOutcome::programs`](crate::replay::ReplayOutcome::programs)); more are counted | `--max-programs` |
 //! | [`Limits::max_file_bytes`] | 4 GiB | size of any input file (only regular files are read) | `--max-file-size` |
 //! | [`DisasmOptions::max_packets`](crate::disasm::DisasmOptions::max_packets) | 2^20, or the input's dwords if more | packets the static walk of `pm4 disasm` visits, over all submissions | `pm4 disasm --max-packets` |
@@ -125,6 +125,9 @@ pub enum Limit {
     FileBytes,
     /// The static walk's [`DisasmOptions::max_packets`](crate::disasm::DisasmOptions::max_packets).
     WalkPackets,
+    /// [`Limits::max_events`]: records of an event log (a log that reaches
+    /// it is truncated, not stopped: [`RecordingBackend::truncated`](crate::backend::RecordingBackend::truncated)).
+    Events,
 }
 
 impl Limit {
@@ -137,6 +140,7 @@ impl Limit {
             Limit::WrittenMemory => "Limits::max_written_memory",
             Limit::FileBytes => "Limits::max_file_bytes",
             Limit::WalkPackets => "DisasmOptions::max_packets",
+            Limit::Events => "Limits::max_events",
         }
     }
 
@@ -148,6 +152,7 @@ impl Limit {
             Limit::WriteBytes => "--max-write-bytes",
             Limit::WrittenMemory => "--max-memory",
             Limit::FileBytes => "--max-file-size",
+            Limit::Events => "--max-events",
         }
     }
 
@@ -160,6 +165,7 @@ impl Limit {
             Limit::WrittenMemory => "bytes of written guest memory pages",
             Limit::FileBytes => "bytes in an input file",
             Limit::WalkPackets => "packets visited by the static walk",
+            Limit::Events => "records of an event log",
         }
     }
 }

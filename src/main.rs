@@ -14,13 +14,17 @@ use pm4core::backend::QueueId;
 use pm4core::diagnostics::state::{self, StopAt};
 use pm4core::diagnostics::stats;
 use pm4core::disasm::{DisasmOptions, Disassembler};
+use pm4core::import::DEFAULT_RAW_ADDRESS;
 use pm4core::limits::{self, Limit, LimitExceeded, Limits};
 use pm4core::regs::db::GpuFamily;
 use pm4core::replay::{self, MemoryQuery, RegisterQuery, ReplayOptions, ReplayOutputs};
 use pm4core::trace::{Trace, TraceEvent};
 
-/// The bundled trace `pm4 replay` runs when given no file.
-const DEFAULT_TRACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/radv-frame.pm4t");
+/// The trace `pm4 replay` runs when given no file: the radv frame capture,
+/// built into the command (it does not depend on where the sources were).
+const DEFAULT_TRACE: &[u8] = include_bytes!("../traces/radv-frame.pm4t");
+/// How the built-in trace is named in messages.
+const DEFAULT_TRACE_NAME: &str = "radv-frame.pm4t (built in)";
 
 #[derive(Parser)]
 #[command(name = "pm4", version, about = "PS5 (gfx10.3) PM4 command-processor tools", propagate_version = true)]
@@ -32,10 +36,10 @@ struct Cli {
     max_file_size: u64,
 }
 
-/// What a replay may cost (`pm4core::limits::Limits`).
+/// What a replay's work may cost (`pm4core::limits::Limits`).
 #[derive(Args)]
 struct LimitArgs {
-    /// Most packets all queues run over the whole replay (each draw of a multi-draw packet counts one more).
+    /// Most packets all queues run over the whole replay (each draw or dispatch a packet makes counts one more).
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_packets, value_parser = parse_u64)]
     max_packets: u64,
     /// Most command dwords all queues read over the whole replay.
@@ -47,25 +51,42 @@ struct LimitArgs {
     /// Most guest memory the replay copies because it was written (4 KiB pages).
     #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_written_memory, value_parser = parse_u64)]
     max_memory: u64,
-    /// Most records of the event log and of the timeline, each (then "truncated at N events").
-    #[arg(long, value_name = "N", default_value_t = Limits::default().max_events, value_parser = parse_u64)]
-    max_events: u64,
-    /// Most distinct bound program addresses kept (inspect's bindings).
-    #[arg(long, value_name = "N", default_value_t = Limits::default().max_programs as u64, value_parser = parse_u64)]
-    max_programs: u64,
 }
 
 impl LimitArgs {
+    /// The limits, with the defaults of those the command has no option for.
     fn limits(&self, max_file_bytes: u64) -> Limits {
         Limits {
             max_packets: self.max_packets,
             max_dwords: self.max_dwords,
             max_write_bytes: self.max_write_bytes,
             max_written_memory: self.max_memory,
-            max_events: self.max_events,
-            max_programs: usize::try_from(self.max_programs).unwrap_or(usize::MAX),
             max_file_bytes,
+            ..Limits::default()
         }
+    }
+}
+
+/// Most records of the event log and of the timeline, each.
+#[derive(Args)]
+struct EventLimitArg {
+    /// Most records of the event log and of the timeline, each (then "truncated at N events"),
+    /// and of the summary's skipped_ibs.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_events, value_parser = parse_u64)]
+    max_events: u64,
+}
+
+/// Most programs a replay keeps.
+#[derive(Args)]
+struct ProgramLimitArg {
+    /// Most distinct bound program addresses kept (more are counted).
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_programs as u64, value_parser = parse_u64)]
+    max_programs: u64,
+}
+
+impl ProgramLimitArg {
+    fn get(&self) -> usize {
+        usize::try_from(self.max_programs).unwrap_or(usize::MAX)
     }
 }
 
@@ -73,7 +94,7 @@ impl LimitArgs {
 enum Command {
     /// Replay a trace through the 57 queues (deterministic) and summarise.
     Replay {
-        /// Trace file (default: the bundled radv-frame capture).
+        /// Trace file (default: the radv-frame capture, built into the command).
         trace: Option<PathBuf>,
         /// Write the deterministic event log here: one line per effect, numbered
         /// with the queue's packet (`gfx #12 draw …`, as `state --at '#12'` takes it).
@@ -99,8 +120,21 @@ enum Command {
         /// instead of stopping the submission.
         #[arg(long)]
         skip_unmapped_ibs: bool,
+        /// Replay on a threaded GPU with N worker threads instead of the deterministic one.
+        /// For streams whose queues do not race the summary is the deterministic replay's
+        /// (per-queue counts, packets, memory, registers), except `waits`: whether a queue
+        /// finds its label written or waits for it depends on how the queues interleave.
+        /// The --log holds each queue's lines in the deterministic order, but lines of
+        /// different queues interleave as the workers ran them; --timeline and the stall
+        /// forensics come from deterministic passes; limits are checked every millisecond.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+        workers: Option<u16>,
         #[command(flatten)]
         limits: LimitArgs,
+        #[command(flatten)]
+        events: EventLimitArg,
+        #[command(flatten)]
+        programs: ProgramLimitArg,
     },
     /// Print a queue's registers before a packet, each with the packet that last wrote it.
     State {
@@ -142,11 +176,11 @@ enum Command {
         /// A raw file of little-endian dwords instead of a trace.
         #[arg(long, value_name = "FILE", conflicts_with = "trace")]
         raw: Option<PathBuf>,
-        /// Address of the raw file's first dword.
-        #[arg(long, default_value = "0", value_parser = parse_u64)]
-        base: u64,
+        /// Address of the raw file's first dword (as `import raw --address`).
+        #[arg(long, visible_alias = "base", value_name = "ADDR", default_value_t = DEFAULT_RAW_ADDRESS, value_parser = parse_u64)]
+        address: u64,
         /// Register database: gfx10.3 (default, or the trace's) or gfx7.
-        #[arg(long)]
+        #[arg(long, value_name = "FAMILY")]
         gpu: Option<GpuFamily>,
         /// Packets as JSON records plus by_opcode counts.
         #[arg(long)]
@@ -176,6 +210,8 @@ enum Command {
         json: bool,
         #[command(flatten)]
         limits: LimitArgs,
+        #[command(flatten)]
+        programs: ProgramLimitArg,
     },
     /// Turn other tools' captures into traces.
     Import {
@@ -193,15 +229,16 @@ enum ImportFormat {
         /// Output trace.
         #[arg(short, long)]
         output: PathBuf,
-        /// Where the buffer is placed (default: far from guest addresses).
-        #[arg(long, value_parser = parse_u64)]
-        address: Option<u64>,
-        /// Queue: gfx, compP.Q or 0..=56.
-        #[arg(long, default_value = "gfx")]
-        queue: String,
-        /// INFO gpu value.
-        #[arg(long, default_value = "gfx10.3")]
-        gpu: String,
+        /// Address of the file's first dword (as `disasm --raw --address`; the default is far
+        /// from guest addresses).
+        #[arg(long, value_name = "ADDR", default_value_t = DEFAULT_RAW_ADDRESS, value_parser = parse_u64)]
+        address: u64,
+        /// Queue: gfx, compP.Q (pipe 0-6, queue 0-7) or 0..=56.
+        #[arg(long, default_value = "gfx", value_parser = parse_queue)]
+        queue: QueueId,
+        /// Register database written into the trace's INFO gpu: gfx10.3 or gfx7.
+        #[arg(long, value_name = "FAMILY", default_value = "gfx10.3")]
+        gpu: GpuFamily,
     },
     /// A KYCAP command-only capture.
     Kycap {
@@ -218,7 +255,7 @@ fn parse_u64(s: &str) -> Result<u64, String> {
 }
 
 fn parse_queue(s: &str) -> Result<QueueId, String> {
-    replay::parse_queue(s).ok_or_else(|| format!("'{s}' is not a queue (gfx, compP.Q or 0..=56)"))
+    s.parse::<QueueId>().map_err(|e| e.to_string())
 }
 
 /// `ADDR=DWORD`, each decimal or 0x-hex; the address dword-aligned.
@@ -312,8 +349,14 @@ fn limit_failure(e: LimitExceeded) -> Failure {
 }
 
 fn main() -> ExitCode {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("PM4_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error"));
+    // An invalid PM4_LOG is said, not ignored; the default (errors only) applies.
+    let filter = match std::env::var("PM4_LOG") {
+        Ok(text) => tracing_subscriber::EnvFilter::try_new(&text).unwrap_or_else(|e| {
+            eprintln!("pm4: PM4_LOG='{text}' is not a filter ({e}); logging errors only (e.g. PM4_LOG=debug)");
+            tracing_subscriber::EnvFilter::new("error")
+        }),
+        Err(_) => tracing_subscriber::EnvFilter::new("error"),
+    };
     // Colour codes only for a terminal, never into a file or a pipe.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -334,37 +377,97 @@ fn main() -> ExitCode {
 
 fn run(command: Command, max_file: u64) -> Result<u8, Failure> {
     match command {
-        Command::Replay { trace, log, json, mem, reg, timeline, patch, skip_unmapped_ibs, limits } => {
-            let args = ReplayArgs { log: log.as_deref(), json, mem: &mem, reg: &reg, timeline: timeline.as_deref() };
-            replay_command(trace.as_deref(), &args, patch, skip_unmapped_ibs, limits.limits(max_file))
+        Command::Replay {
+            trace,
+            log,
+            json,
+            mem,
+            reg,
+            timeline,
+            patch,
+            skip_unmapped_ibs,
+            workers,
+            limits,
+            events,
+            programs,
+        } => {
+            let args = ReplayArgs {
+                log: log.as_deref(),
+                json,
+                mem: &mem,
+                reg: &reg,
+                timeline: timeline.as_deref(),
+                workers: workers.map(usize::from),
+            };
+            let limits =
+                Limits { max_events: events.max_events, max_programs: programs.get(), ..limits.limits(max_file) };
+            replay_command(trace.as_deref(), &args, patch, skip_unmapped_ibs, limits)
         }
         Command::State { trace, at, queue, diff, json, limits } => {
             state_command(&trace, at, queue, diff, json, limits.limits(max_file))
         }
-        Command::Stats { trace, json, limits } => {
+        Command::Stats { trace: path, json, limits } => {
             let limits = limits.limits(max_file);
-            let trace = load_trace(&trace, limits.max_file_bytes)?;
-            let stats = stats::stream_stats(&trace, &ReplayOptions { limits, ..ReplayOptions::default() });
+            let trace = load_trace(&path, limits.max_file_bytes)?;
+            let name = path.display().to_string();
+            let mut progress = progress_line("counting", &name, true);
+            let options = ReplayOptions { limits, ..ReplayOptions::default() };
+            let stats = stats::stream_stats_with_progress(&trace, &options, &mut progress);
             print(&if json { json_text(&stats)? } else { stats.to_string() })?;
             for e in &stats.errors {
                 eprintln!("pm4: replay error ({}): {}", e.kind, e.message);
             }
             Ok(if stats.errors.is_empty() { 0 } else { 1 })
         }
-        Command::Disasm { trace, raw, base, gpu, json, source, max_packets } => {
+        Command::Disasm { trace, raw, address, gpu, json, source, max_packets } => {
             let options = DisasmOptions { family: gpu, max_packets, ..Default::default() };
-            disasm_command(trace.as_deref(), raw.as_deref(), base, options, json, source, max_file)
+            disasm_command(trace.as_deref(), raw.as_deref(), address, options, json, source, max_file)
         }
         Command::Asm { source, output } => {
             let bytes = read(&source, max_file)?;
             let text =
                 std::str::from_utf8(&bytes).map_err(|_| bad_input(format!("{}: not UTF-8", source.display())))?;
-            let trace = pm4core::asm::assemble(text).map_err(|e| bad_input(format!("{}:{e}", source.display())))?;
+            let trace = pm4core::asm::assemble(text).map_err(|e| bad_input(asm_error(&source, &e)))?;
             write_file(&output, &trace)?;
             Ok(0)
         }
-        Command::Inspect { file, json, limits } => inspect_command(&file, json, limits.limits(max_file)),
+        Command::Inspect { file, json, limits, programs } => {
+            inspect_command(&file, json, Limits { max_programs: programs.get(), ..limits.limits(max_file) })
+        }
         Command::Import { format } => import_command(format, max_file),
+    }
+}
+
+/// An assembler error as compilers write theirs: `FILE:LINE:COLUMN: what`
+/// (`FILE: what` for an error about the whole result).
+fn asm_error(source: &Path, e: &pm4core::asm::AsmError) -> String {
+    match (e.line, e.column) {
+        (0, _) => format!("{}: {}", source.display(), e.kind),
+        (line, column) => format!("{}:{line}:{column}: {}", source.display(), e.kind),
+    }
+}
+
+/// On a terminal, a progress line on stderr: the chunk and the packets run
+/// so far (redrawn at most every 50 ms), cleared at the end.
+fn progress_line<'a>(verb: &'a str, name: &'a str, wanted: bool) -> impl FnMut(replay::Progress) + 'a {
+    let show = wanted && std::io::stderr().is_terminal();
+    let mut shown: Option<std::time::Instant> = None;
+    move |p: replay::Progress| {
+        if !show {
+            return;
+        }
+        let mut e = std::io::stderr().lock();
+        if p.finished() {
+            if shown.is_some() {
+                let _ = write!(e, "\r\x1b[2K");
+                let _ = e.flush();
+            }
+        } else if shown.is_none_or(|at| at.elapsed() >= std::time::Duration::from_millis(50)) {
+            shown = Some(std::time::Instant::now());
+            let chunk = (p.chunks_done + 1).min(p.chunks);
+            let _ = write!(e, "\r\x1b[2K{verb} {name}: chunk {chunk}/{}, {} packets", p.chunks, p.packets);
+            let _ = e.flush();
+        }
     }
 }
 
@@ -375,6 +478,8 @@ struct ReplayArgs<'a> {
     mem: &'a [String],
     reg: &'a [String],
     timeline: Option<&'a Path>,
+    /// Replay on a threaded GPU with this many workers.
+    workers: Option<usize>,
 }
 
 fn replay_command(
@@ -384,12 +489,22 @@ fn replay_command(
     skip_unmapped_ibs: bool,
     limits: Limits,
 ) -> Result<u8, Failure> {
-    let ReplayArgs { log, json, mem, reg, timeline } = *args;
-    let path = trace.unwrap_or(Path::new(DEFAULT_TRACE));
-    let trace = load_trace(path, limits.max_file_bytes)?;
+    let ReplayArgs { log, json, mem, reg, timeline, workers } = *args;
+    let (trace, name) = match trace {
+        Some(path) => (load_trace(path, limits.max_file_bytes)?, path.display().to_string()),
+        None => {
+            let trace = Trace::parse(std::sync::Arc::from(DEFAULT_TRACE))
+                .map_err(|e| bad_input(format!("{DEFAULT_TRACE_NAME}: {e}")))?;
+            (trace, DEFAULT_TRACE_NAME.to_string())
+        }
+    };
     let family = trace.gpu().and_then(|g| g.parse::<GpuFamily>().ok()).unwrap_or(GpuFamily::Gfx103);
     let mut options = ReplayOptions { log: log.is_some(), timeline: timeline.is_some(), limits, ..Default::default() };
     options.gpu.processor.skip_unmapped_ibs = skip_unmapped_ibs;
+    if let Some(workers) = workers {
+        options.threaded = true;
+        options.gpu.workers = workers;
+    }
     let regions = trace_regions(&trace);
     for m in mem {
         let query = MemoryQuery::parse(m).map_err(|e| bad_input(format!("--mem {e}")))?;
@@ -409,27 +524,7 @@ fn replay_command(
         }
     }
     options.patches = patches;
-    let stderr = std::io::stderr();
-    let show_progress = stderr.is_terminal() && !json;
-    let total = trace.events().len();
-    let mut shown: Option<std::time::Instant> = None;
-    // Counts every chunk (redrawn at most every 50 ms) and clears itself at the end.
-    let mut progress = |done: usize| {
-        if !show_progress {
-            return;
-        }
-        let mut e = stderr.lock();
-        if done == total {
-            if shown.is_some() {
-                let _ = write!(e, "\r\x1b[2K");
-                let _ = e.flush();
-            }
-        } else if shown.is_none_or(|at| at.elapsed() >= std::time::Duration::from_millis(50)) {
-            shown = Some(std::time::Instant::now());
-            let _ = write!(e, "\r\x1b[2Kreplaying {}: chunk {}/{total}", path.display(), done + 1);
-            let _ = e.flush();
-        }
-    };
+    let mut progress = progress_line("replaying", &name, !json);
     // The log and the timeline stream to their files as the replay goes.
     let outputs =
         ReplayOutputs { log: log.map(create_file).transpose()?, timeline: timeline.map(create_file).transpose()? };
@@ -451,15 +546,18 @@ fn state_command(
 ) -> Result<u8, Failure> {
     let trace = load_trace(path, limits.max_file_bytes)?;
     let options = ReplayOptions { limits, ..ReplayOptions::default() };
-    let first = state::state_at(&trace, &options, queue, at).map_err(|e| bad_input(format!("--at {at}: {e}")))?;
+    let name = path.display().to_string();
+    let mut progress = progress_line("replaying", &name, true);
+    let first = state::state_at_with_progress(&trace, &options, queue, at, &mut progress)
+        .map_err(|e| state_failure("--at", at, &e))?;
     let text = match diff {
         None if json => json_text(&first)?,
         None => first.to_string(),
         Some(second) => {
             // The second point on the first point's queue unless one was named.
-            let queue = queue.or_else(|| replay::parse_queue(&first.queue));
-            let other = state::state_at(&trace, &options, queue, second)
-                .map_err(|e| bad_input(format!("--diff {second}: {e}")))?;
+            let queue = queue.or(Some(QueueId(first.queue)));
+            let other = state::state_at_with_progress(&trace, &options, queue, second, &mut progress)
+                .map_err(|e| state_failure("--diff", second, &e))?;
             let d = state::diff(&first, &other);
             if json {
                 json_text(&d)?
@@ -470,6 +568,14 @@ fn state_command(
     };
     print(&text)?;
     Ok(0)
+}
+
+/// A point `pm4 state` did not reach: exit 1 when a resource limit stopped
+/// the replay first (as every command that reaches one), else 2 (the point
+/// is not in the trace).
+fn state_failure(option: &str, at: StopAt, e: &state::StateError) -> Failure {
+    let code = if e.limit.is_some() { 1 } else { 2 };
+    Failure { code, message: format!("{option} {at}: {e}") }
 }
 
 /// Standard output for a command that writes a lot of text (a listing can
@@ -615,13 +721,13 @@ mod erased {
 }
 
 fn import_command(format: ImportFormat, max_file: u64) -> Result<u8, Failure> {
-    use pm4core::import::{import_kycap, import_raw, ImportOptions, DEFAULT_RAW_ADDRESS};
+    use pm4core::import::{import_kycap, import_raw, ImportOptions};
     match format {
         ImportFormat::Raw { file, output, address, queue, gpu } => {
             let bytes = read(&file, max_file)?;
-            let queue = replay::parse_queue(&queue).ok_or_else(|| bad_input(format!("bad queue '{queue}'")))?;
-            let options = ImportOptions { gpu, source: Some(file.display().to_string()), ..Default::default() };
-            let trace = import_raw(&bytes, address.unwrap_or(DEFAULT_RAW_ADDRESS), queue.0, &options)
+            let options =
+                ImportOptions { gpu: gpu.to_string(), source: Some(file.display().to_string()), ..Default::default() };
+            let trace = import_raw(&bytes, address, queue.0, &options)
                 .map_err(|e| bad_input(format!("{}: {e}", file.display())))?;
             write_file(&output, &trace)?;
         }

@@ -143,7 +143,13 @@ fn register_writes() {
     // A register only the gfx7 database has.
     assert_eq!(dwords(".gpu gfx7\nSET_SH_REG SPI_SHADER_USER_DATA_ES_0, 1"), [0xC001_7600, 0xCC, 1]);
     let e = error(".mem 0\nSET_SH_REG SPI_SHADER_USER_DATA_ES_0, 1\n.end");
-    assert_eq!(e.kind, AsmErrorKind::UndefinedName("SPI_SHADER_USER_DATA_ES_0".into()));
+    assert_eq!(
+        e.kind,
+        AsmErrorKind::UndefinedNameNearRegister {
+            name: "SPI_SHADER_USER_DATA_ES_0".into(),
+            register: "SPI_SHADER_USER_DATA_PS_0"
+        }
+    );
     // `.info gpu=` selects the database too.
     let t = trace(".info gpu=gfx7\n.mem 0\nSET_SH_REG SPI_SHADER_USER_DATA_ES_0, 1\n.end");
     assert_eq!(region_bytes(&t).len(), 12);

@@ -122,7 +122,8 @@ fn state_json_by_address_has_the_documented_shape() {
     assert_eq!(
         got,
         json!({
-            "queue": "gfx",
+            "queue": 0,
+            "name": "gfx",
             "at": { "address": 0x100044, "index": 5 },
             "registers": {
                 "DB_RENDER_CONTROL": { "value": 1, "written_by": set_context },
@@ -190,7 +191,8 @@ fn state_diff_prints_what_changed_between_two_points() {
     assert_eq!(
         got,
         json!({
-            "queue": "gfx",
+            "queue": 0,
+            "name": "gfx",
             "from": { "address": 0x100024, "index": 3 },
             "to": { "address": 0x100044, "index": 5 },
             "changed": {
@@ -220,10 +222,10 @@ fn state_on_a_compute_queue_and_on_a_packet_stuck_in_a_wait() {
     // The wait gfx never gets past is reached: the state before it.
     let trace = Trace::read_file(&stall_trace()).unwrap();
     let state = state_at(&trace, &ReplayOptions::default(), None, StopAt::Address(0x100028)).unwrap();
-    assert_eq!((state.queue.as_str(), state.at.index), ("gfx", 2));
+    assert_eq!((state.name.as_str(), state.at.index), ("gfx", 2));
     assert!(state.registers.is_empty());
     let state = state_at(&trace, &ReplayOptions::default(), Some(QueueId(1)), StopAt::Index(1)).unwrap();
-    assert_eq!((state.queue.as_str(), state.at.address), ("comp0.0", 0x101014));
+    assert_eq!((state.name.as_str(), state.at.address), ("comp0.0", 0x101014));
 }
 
 #[test]
@@ -242,7 +244,11 @@ fn state_errors_exit_2_naming_the_point() {
     assert!(stderr(&o).contains("'nowhere' is not a packet address or #N"), "{}", stderr(&o));
     let o = pm4(&["state", &corpus("registers.pm4t"), "--at", "#1", "--queue", "comp9.9"]);
     assert_eq!(code(&o), 2);
-    assert!(stderr(&o).contains("'comp9.9' is not a queue"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("bad queue 'comp9.9': expected gfx, compP.Q (pipe 0-6, queue 0-7) or a number 0..=56"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 // ------------------------------------------------------------------ stats
@@ -252,18 +258,18 @@ fn stats_json_has_the_documented_shape_on_every_queue() {
     let o = pm4(&["stats", &corpus("queues.pm4t"), "--json"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let got: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let queue = |name: &str, packets: u64, by_opcode: serde_json::Value, dispatches: u64| {
+    let queue = |number: u32, name: &str, packets: u64, by_opcode: serde_json::Value, dispatches: u64| {
         json!({
-            "queue": name, "packets": packets, "by_opcode": by_opcode, "nop_dwords": 0,
+            "queue": number, "name": name, "packets": packets, "by_opcode": by_opcode, "nop_dwords": 0,
             "redundant_register_writes": 0, "context_rolls": 0, "draws": 0, "dispatches": dispatches
         })
     };
     assert_eq!(
         got,
         json!({ "queues": [
-            queue("gfx", 4, json!({"RELEASE_MEM": 1, "WAIT_REG_MEM": 1, "WRITE_DATA": 2}), 0),
-            queue("comp0.0", 3, json!({"DISPATCH_DIRECT": 1, "MEM_SEMAPHORE": 1, "WAIT_REG_MEM": 1}), 1),
-            queue("comp3.1", 4, json!({"MEM_SEMAPHORE": 1, "REWIND": 1, "WRITE_DATA": 2}), 0),
+            queue(0, "gfx", 4, json!({"RELEASE_MEM": 1, "WAIT_REG_MEM": 1, "WRITE_DATA": 2}), 0),
+            queue(1, "comp0.0", 3, json!({"DISPATCH_DIRECT": 1, "MEM_SEMAPHORE": 1, "WAIT_REG_MEM": 1}), 1),
+            queue(26, "comp3.1", 4, json!({"MEM_SEMAPHORE": 1, "REWIND": 1, "WRITE_DATA": 2}), 0),
         ]})
     );
 }
@@ -281,7 +287,7 @@ fn stats_count_redundant_writes_context_rolls_and_padding() {
         .iter()
         .map(|q| {
             (
-                q.queue.as_str(),
+                q.name.as_str(),
                 q.packets,
                 q.nop_dwords,
                 q.redundant_register_writes,
@@ -336,7 +342,8 @@ fn a_stalled_replay_says_what_each_queue_waits_on_and_who_wrote_it() {
         got["stalls"],
         json!([
             {
-                "queue": "gfx",
+                "queue": 0,
+                "name": "gfx",
                 "error": false,
                 "reason": "WAIT_REG_MEM on memory 0x200010: (value 0x7 & mask 0xffffffff) == reference 0x8 is false",
                 "waiting": wait(0x100028, "0x200010", 8),
@@ -346,11 +353,12 @@ fn a_stalled_replay_says_what_each_queue_waits_on_and_who_wrote_it() {
                 ],
                 "watched": {
                     "address": 0x200010,
-                    "last_written_by": { "queue": "gfx", "address": 0x100014, "index": 1, "opcode": "WRITE_DATA" },
+                    "last_written_by": { "queue": 0, "name": "gfx", "address": 0x100014, "index": 1, "opcode": "WRITE_DATA" },
                 },
             },
             {
-                "queue": "comp0.0",
+                "queue": 1,
+                "name": "comp0.0",
                 "error": false,
                 "reason": "WAIT_REG_MEM on memory 0x200030: (value 0x0 & mask 0xffffffff) == reference 0x2 is false",
                 "waiting": wait(0x101014, "0x200030", 2),
@@ -467,14 +475,15 @@ fn unmapped_ibs_stop_naming_the_indirect_buffer_or_are_skipped_when_asked() {
     assert_eq!(code(&o), 1);
     assert_eq!(
         stderr(&o),
-        "pm4: replay error (memory): submission #0 on gfx: INDIRECT_BUFFER at 0xfff000000000 (buffer 0xfff000000000 + dword 0): unmapped guest memory at 0x1000 (access of 4 bytes)\n"
+        "pm4: replay error (memory): submission #0 on gfx: INDIRECT_BUFFER at 0xfff000000000 (buffer 0xfff000000000 + dword 0): unmapped guest memory at 0x1000 (access of 4 bytes) (an indirect buffer the trace holds no memory for, as in command-only captures: --skip-unmapped-ibs reports such buffers and goes on)\n"
     );
     let o = pm4(&["replay", t, "--json"]);
     let got: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(
         got["stalls"],
         json!([{
-            "queue": "gfx",
+            "queue": 0,
+            "name": "gfx",
             "error": true,
             "reason": "submission #0 on gfx: INDIRECT_BUFFER at 0xfff000000000 (buffer 0xfff000000000 + dword 0): unmapped guest memory at 0x1000 (access of 4 bytes)",
             "waiting": {
@@ -491,7 +500,7 @@ fn unmapped_ibs_stop_naming_the_indirect_buffer_or_are_skipped_when_asked() {
     let got: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(
         got["skipped_ibs"],
-        json!([{ "queue": "gfx", "address": 0x1000, "size_dw": 16, "packet": 0xfff0_0000_0000u64 }])
+        json!([{ "queue": 0, "name": "gfx", "address": 0x1000, "size_dw": 16, "packet": 0xfff0_0000_0000u64 }])
     );
     assert_eq!(got["packets"]["by_opcode"], json!({ "INDIRECT_BUFFER": 1, "NOP": 1 }));
     let log = temp("skip.log", b"");
@@ -520,7 +529,7 @@ fn mem_and_reg_argument_errors_exit_2_before_the_replay() {
         (vec!["--mem", "0x10:4"], "pm4: --mem 0x10:4: the range is not inside one memory region of the trace\n"),
         (vec!["--mem", "0x200ffc:8"], "pm4: --mem 0x200ffc:8: the range is not inside one memory region of the trace\n"),
         (vec!["--reg", "NO_SUCH_REGISTER"], "pm4: --reg no register named 'NO_SUCH_REGISTER' in the gfx10.3 database\n"),
-        (vec!["--reg", "VGT_PRIMITIVE_TYPE@comp9.0"], "pm4: --reg bad queue 'comp9.0' in 'VGT_PRIMITIVE_TYPE@comp9.0'\n"),
+        (vec!["--reg", "VGT_PRIMITIVE_TYPE@comp9.0"], "pm4: --reg VGT_PRIMITIVE_TYPE@comp9.0: bad queue 'comp9.0': expected gfx, compP.Q (pipe 0-6, queue 0-7) or a number 0..=56\n"),
     ] {
         let mut all = vec!["replay", t.as_str()];
         all.extend(args.iter());
@@ -571,7 +580,11 @@ fn plurals_and_operator_names_read_as_english() {
     assert!(text.starts_with("gpu gfx10.3: 1 submission, 20 packets\n"), "{text}");
     assert!(text.contains("queue gfx          1 submission         20 packets         71 dwords\n"), "{text}");
     let o = pm4(&["disasm", &corpus("registers.pm4t")]);
-    assert!(stdout(&o).contains("; 20 packets in 1 submission, 0 diagnostics\n"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("; 20 packets in 1 submission, 0 diagnostics, 0 packets with a problem\n"),
+        "{}",
+        stdout(&o)
+    );
     let o = pm4(&["disasm", &corpus("queues.pm4t")]);
     assert!(
         stdout(&o).contains("WAIT_REG_MEM MEM_SPACE=memory ADDR=0x200000 FUNCTION=ge REFERENCE=0x1"),
@@ -773,7 +786,7 @@ gfx: .mem 0x100000
     assert_eq!(stalls.len(), 1);
     let f = &stalls[0];
     assert!(f.error);
-    assert_eq!(f.queue, "gfx");
+    assert_eq!((f.queue, f.name.as_str()), (0, "gfx"));
     let waiting = f.waiting.as_ref().unwrap();
     assert_eq!((waiting.address, waiting.opcode.as_str()), (0x100008, "WRITE_DATA"));
     let last: Vec<(u64, &str)> = f.last_packets.iter().map(|p| (p.address, p.opcode.as_str())).collect();

@@ -538,11 +538,11 @@ fn deterministic_interleaving_is_round_robin_by_queue_index() {
         lines,
         vec![
             format!(
-                "comp0.0 fence RELEASE_MEM event=0x28 addr={:#x} data=0x22 data_sel=1 int_sel=2 ctxid=0x2 interrupt=true",
+                "comp0.0 fence RELEASE_MEM event=BOTTOM_OF_PIPE_TS addr={:#x} data=0x22 data_sel=1 int_sel=2 ctxid=0x2 interrupt=true",
                 DATA + 16
             ),
             format!(
-                "gfx fence RELEASE_MEM event=0x28 addr={:#x} data=0x11 data_sel=1 int_sel=2 ctxid=0x1 interrupt=true",
+                "gfx fence RELEASE_MEM event=BOTTOM_OF_PIPE_TS addr={:#x} data=0x11 data_sel=1 int_sel=2 ctxid=0x1 interrupt=true",
                 DATA + 8
             ),
         ]

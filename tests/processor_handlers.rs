@@ -259,7 +259,10 @@ fn streamout_flush_sets_offset_update_done_and_events_are_logged() {
         .pkt3(Opcode::EVENT_WRITE, &[0x07 | (4 << 8)])
         .pkt3(Opcode::WAIT_REG_MEM, &[3, r::CP_STRMOUT_CNTL, 0, 1, 1, 10]));
     assert_eq!(h.reg(r::CP_STRMOUT_CNTL), 1);
-    assert_eq!(h.log(), vec!["gfx event type=0x1f index=0", "gfx event type=0x7 index=4"]);
+    assert_eq!(
+        h.log(),
+        vec!["gfx event type=SO_VGTSTREAMOUT_FLUSH index=0", "gfx event type=CS_PARTIAL_FLUSH index=4"]
+    );
 }
 
 #[test]
@@ -279,11 +282,11 @@ fn release_mem_writes_data_and_reports_fences() {
     assert_eq!(
         h.log(),
         vec![
-            "gfx fence RELEASE_MEM event=0x28 addr=0x100000 data=0xfeed data_sel=1 int_sel=2 ctxid=0x77 interrupt=true",
-            "gfx fence RELEASE_MEM event=0x28 addr=0x100008 data=0x200000001 data_sel=2 int_sel=0 ctxid=0x0 interrupt=false",
-            "gfx fence RELEASE_MEM event=0x28 addr=0x100010 data=0x1 data_sel=3 int_sel=0 ctxid=0x0 interrupt=false",
+            "gfx fence RELEASE_MEM event=BOTTOM_OF_PIPE_TS addr=0x100000 data=0xfeed data_sel=1 int_sel=2 ctxid=0x77 interrupt=true",
+            "gfx fence RELEASE_MEM event=BOTTOM_OF_PIPE_TS addr=0x100008 data=0x200000001 data_sel=2 int_sel=0 ctxid=0x0 interrupt=false",
+            "gfx fence RELEASE_MEM event=BOTTOM_OF_PIPE_TS addr=0x100010 data=0x1 data_sel=3 int_sel=0 ctxid=0x0 interrupt=false",
             "gfx cache release cache_control=0x100",
-            "gfx fence RELEASE_MEM event=0x14 addr=0x0 data=0x0 data_sel=0 int_sel=0 ctxid=0x0 interrupt=false",
+            "gfx fence RELEASE_MEM event=CACHE_FLUSH_AND_INV_TS_EVENT addr=0x0 data=0x0 data_sel=0 int_sel=0 ctxid=0x0 interrupt=false",
         ]
     );
 }
@@ -447,8 +450,8 @@ fn dispatches_direct_and_indirect() {
     assert_eq!(
         h.log(),
         vec![
-            "comp0.0 dispatch DISPATCH_DIRECT dims=3x2x1 start=0,0,0 group=64x1x1 cs=0x10000",
-            "comp0.0 dispatch DISPATCH_INDIRECT dims=4x2x1 start=0,0,0 group=64x1x1 args=0x9000 cs=0x10000",
+            "comp0.0 dispatch DISPATCH_DIRECT dims=3,2,1 start=0,0,0 group=64,1,1 cs=0x10000",
+            "comp0.0 dispatch DISPATCH_INDIRECT dims=4,2,1 start=0,0,0 group=64,1,1 args=0x9000 cs=0x10000",
         ]
     );
     // The graphics form (offset from the SET_BASE dispatch base, SHADER_TYPE
@@ -463,7 +466,7 @@ fn dispatches_direct_and_indirect() {
     assert_eq!(h.run(&cmd), Ok(ProcessStatus::Completed));
     assert_eq!(
         h.log(),
-        vec!["gfx dispatch DISPATCH_INDIRECT dims=8x8x8 start=0,0,0 group=64x1x1 args=0x9010 cs=0x10000"]
+        vec!["gfx dispatch DISPATCH_INDIRECT dims=8,8,8 start=0,0,0 group=64,1,1 args=0x9010 cs=0x10000"]
     );
     assert_eq!(h.reg(r::COMPUTE_DIM_X), 8);
     assert_eq!(h.processor.stats().dispatches, 1);

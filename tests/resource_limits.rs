@@ -155,8 +155,8 @@ fn a_multi_draw_of_2_32_draws_is_bounded_by_the_packet_budget_and_its_log() {
     assert_eq!(
         limit_errors(&outcome),
         vec![
-            "submission #0 on gfx: submission exceeded its work budget of 5000 packets at 0x100010 (buffer 0x100000 \
-             + dword 4) (indirect-buffer cycle?) (Limits::max_packets; raise it with --max-packets)"
+            "limit reached: more than 5000 packets run over all queues and submissions (Limits::max_packets; \
+             raise it with --max-packets): submission #0 on gfx stopped at 0x100010 (buffer 0x100000 + dword 4)"
         ]
     );
     assert_eq!(outcome.log.len(), 101);
@@ -481,7 +481,7 @@ fn a_fanned_out_disassembly_and_an_endless_inspect_exit_1_naming_the_limit() {
     let text = String::from_utf8(o.stdout).unwrap();
     assert!(
         text.ends_with(
-            "; 5000 packets in 1 submission, 1 diagnostic (walk stopped by the packet budget)\n\
+            "; 5000 packets in 1 submission, 1 diagnostic, 0 packets with a problem (walk stopped by the packet budget)\n\
              ;   INDIRECT_BUFFER                  2668\n;   NOP                              2332\n"
         ),
         "{}",

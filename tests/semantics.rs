@@ -437,9 +437,9 @@ fn mesh_dispatches_reach_the_backend_as_draws_counted_once() {
         h.log(),
         vec![
             "gfx draw DISPATCH_MESH_INDIRECT_MULTI count=0 instances=1 first=0 base_vertex=0 first_instance=0 prim=0 \
-             args=0x100100 draw_index=0 mesh=2x3x4",
+             args=0x100100 draw_index=0 mesh=2,3,4",
             "gfx draw DISPATCH_MESH_INDIRECT_MULTI count=0 instances=1 first=0 base_vertex=0 first_instance=0 prim=0 \
-             args=0x100110 draw_index=1 mesh=5x1x1",
+             args=0x100110 draw_index=1 mesh=5,1,1",
             "gfx draw DISPATCH_TASKMESH_GFX count=0 instances=1 first=0 base_vertex=0 first_instance=0 prim=0",
         ]
     );
@@ -466,9 +466,9 @@ fn task_dispatches_reach_the_backend_as_dispatches_counted_once() {
     assert_eq!(
         h.log(),
         vec![
-            "comp0.0 dispatch DISPATCH_TASKMESH_DIRECT_ACE dims=7x1x1 start=0,0,0 group=0x0x0",
-            "comp0.0 dispatch DISPATCH_TASKMESH_INDIRECT_MULTI_ACE dims=4x1x1 start=0,0,0 group=0x0x0 args=0x100100",
-            "comp0.0 dispatch DISPATCH_TASKMESH_INDIRECT_MULTI_ACE dims=2x2x1 start=0,0,0 group=0x0x0 args=0x10010c",
+            "comp0.0 dispatch DISPATCH_TASKMESH_DIRECT_ACE dims=7,1,1 start=0,0,0 group=0,0,0",
+            "comp0.0 dispatch DISPATCH_TASKMESH_INDIRECT_MULTI_ACE dims=4,1,1 start=0,0,0 group=0,0,0 args=0x100100",
+            "comp0.0 dispatch DISPATCH_TASKMESH_INDIRECT_MULTI_ACE dims=2,2,1 start=0,0,0 group=0,0,0 args=0x10010c",
         ]
     );
     let user: Vec<u32> = (0..4).map(|i| h.reg(r::COMPUTE_USER_DATA_0 + i)).collect();

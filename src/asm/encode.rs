@@ -626,9 +626,13 @@ fn dma_data(a: &mut Args<'_, '_>) -> Result<Vec<u32>, AsmError> {
 
 /// The register named `name`, or an error at `col`.
 fn named_register(a: &Args<'_, '_>, name: &str, col: usize) -> Result<u32, AsmError> {
-    db::register_by_name(a.ev.family, name)
-        .map(|r| r.offset)
-        .ok_or_else(|| a.err(col, AsmErrorKind::UnknownRegister { family: a.ev.family, name: name.to_owned() }))
+    super::names::register(a.ev.family, name).map(|r| r.offset).ok_or_else(|| {
+        let kind = match super::names::nearest_register(a.ev.family, name) {
+            Some(register) => AsmErrorKind::UndefinedNameNearRegister { name: name.to_owned(), register },
+            None => AsmErrorKind::UnknownRegister { family: a.ev.family, name: name.to_owned() },
+        };
+        a.err(col, kind)
+    })
 }
 
 /// A register's offset from the SH space base.

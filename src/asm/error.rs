@@ -190,6 +190,15 @@ pub enum AsmErrorKind {
     /// A name that is no label, constant or register.
     #[error("undefined name `{0}`")]
     UndefinedName(String),
+    /// A name that is no label, constant or register, but near a register
+    /// name (a slip of a character or two).
+    #[error("undefined name `{name}` (no label, constant or register; did you mean the register {register}?)")]
+    UndefinedNameNearRegister {
+        /// The name as written.
+        name: String,
+        /// The nearest register name of the database.
+        register: &'static str,
+    },
     /// `sizeof`/`dwords` of something that has no size.
     #[error("sizeof/dwords take a label of a .mem region, a .zero or a label inside one")]
     NoSize,
@@ -258,6 +267,9 @@ pub enum AsmErrorKind {
     /// `.align` by other than a power of two.
     #[error(".align takes a power of two, not {0}")]
     AlignNotPowerOfTwo(u64),
+    /// A `.submit` queue name out of range (`comp7.0`).
+    #[error("{0}")]
+    BadQueue(crate::backend::ParseQueueError),
     /// A submission's queue beyond 32 bits.
     #[error("queue index out of range")]
     QueueOutOfRange,

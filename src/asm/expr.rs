@@ -278,7 +278,7 @@ impl Eval<'_> {
         if self.symbols.defines(name) {
             return None;
         }
-        db::register_by_name(self.family, name)
+        super::names::register(self.family, name)
     }
 
     pub fn eval(&self, e: &Expr) -> Result<u64, AsmError> {
@@ -351,13 +351,18 @@ impl Eval<'_> {
             let inner = Eval { here: None, ..*self };
             return inner.eval_at(expr, depth + 1);
         }
-        if let Some(reg) = db::register_by_name(self.family, name) {
+        if let Some(reg) = super::names::register(self.family, name) {
             return Ok(u64::from(reg.offset));
         }
         if self.lenient {
             return Ok(0);
         }
-        Err(self.err(col, AsmErrorKind::UndefinedName(name.to_owned())))
+        match super::names::nearest_register(self.family, name) {
+            Some(register) => {
+                Err(self.err(col, AsmErrorKind::UndefinedNameNearRegister { name: name.to_owned(), register }))
+            }
+            None => Err(self.err(col, AsmErrorKind::UndefinedName(name.to_owned()))),
+        }
     }
 
     fn size_of(&self, arg: &Expr) -> Result<u64, AsmError> {

@@ -9,8 +9,10 @@
 //! # Lines
 //!
 //! `[label:]... [statement] [; comment]` — comments start with `;` or `//`.
-//! Names, opcodes, macros and keys are case-insensitive except labels,
-//! constants and register names (which are the database's upper case).
+//! Names, opcodes, macros and keys are case-insensitive except labels and
+//! constants; register names are the database's upper case, accepted in any
+//! case (a name that is no label, constant or register is an error naming
+//! the nearest register name, when one is near).
 //!
 //! # Values
 //!
@@ -132,8 +134,15 @@
 //!
 //! # Example
 //!
+//! The manual, `docs/asm.md`, has more examples (each assembled and
+//! replayed by `tests/asm_manual.rs`). This one writes a label and waits
+//! for it on the same queue, then calls an indirect buffer that waits for
+//! it again: the wait comes after the write that ends it, so the replay
+//! completes.
+//!
 //! ```
 //! use pm4core::asm::assemble;
+//! use pm4core::replay::{replay, ReplayOptions};
 //! use pm4core::trace::Trace;
 //!
 //! let source = r#"
@@ -142,16 +151,21 @@
 //! fence = 0x2000
 //! main: .mem 0x1000
 //!     SET_SH_REG SPI_SHADER_PGM_LO_PS, 0x100, 0x0
-//!     ib sub, dwords(sub)
 //!     write_wait fence, 1
+//!     ib sub, dwords(sub)
 //! sub:
 //!     WAIT_REG_MEM function=eq mem=1 addr=fence ref=1 mask=0xffffffff poll=10
 //!     NOP
 //! .end
-//! .submit gfx main
+//! .submit gfx main, dwords(main, sub)
 //! "#;
 //! let trace = Trace::from_bytes(assemble(source)?).expect("a valid trace");
-//! assert_eq!(trace.submissions().next(), Some((0, 0x1000, 28)));
+//! assert_eq!(trace.submissions().next(), Some((0, 0x1000, 20)));
+//! let outcome = replay(&trace, &ReplayOptions::default());
+//! assert!(outcome.succeeded(), "{:?}", outcome.summary.errors);
+//! // SET_SH_REG, WRITE_DATA, WAIT_REG_MEM, INDIRECT_BUFFER, then the
+//! // buffer's WAIT_REG_MEM and NOP.
+//! assert_eq!(outcome.summary.packets.total, 6);
 //! # Ok::<(), pm4core::asm::AsmError>(())
 //! ```
 
@@ -160,6 +174,7 @@ mod encode;
 mod error;
 mod expr;
 pub(crate) mod lex;
+pub(crate) mod names;
 mod parse;
 
 pub use error::{AsmError, AsmErrorKind};

@@ -310,6 +310,13 @@ fn submit(cur: &mut Cursor<'_>, col: usize) -> Result<Stmt, AsmError> {
             cur.pos += 1;
             QueueSpec::Index(queue_index(name).unwrap_or(0))
         }
+        // `compP.Q` out of range: no label has a dot in its name.
+        Some(Token { tok: Tok::Ident(name), col: at, .. })
+            if name.contains('.') && name.get(..4).is_some_and(|p| p.eq_ignore_ascii_case("comp")) =>
+        {
+            let e = crate::backend::ParseQueueError(name.clone());
+            return Err(err(line, *at, AsmErrorKind::BadQueue(e)));
+        }
         Some(_) => QueueSpec::Expr(cur.expr()?),
         None => return Err(err(line, col, AsmErrorKind::SubmitOperands)),
     };

@@ -49,8 +49,9 @@ pub struct WaitingPacket {
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[cfg_attr(feature = "serde", serde(untagged))]
 pub enum LastWrite {
-    /// A packet of a queue (`index`: the queue's packet number, 0-based).
-    Packet { queue: String, address: u64, index: u64, opcode: String },
+    /// A packet of a queue (`queue` its number, `name` its name; `index`:
+    /// the queue's packet number, 0-based).
+    Packet { queue: u32, name: String, address: u64, index: u64, opcode: String },
     /// The trace's host write (`WRIT` chunk).
     HostWrite { host_write_chunk: u32 },
 }
@@ -58,8 +59,8 @@ pub enum LastWrite {
 impl fmt::Display for LastWrite {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LastWrite::Packet { queue, address, index, opcode } => {
-                write!(f, "{queue} packet #{index} {opcode} at {address:#x}")
+            LastWrite::Packet { name, address, index, opcode, .. } => {
+                write!(f, "{name} packet #{index} {opcode} at {address:#x}")
             }
             LastWrite::HostWrite { host_write_chunk } => write!(f, "the host write of chunk {host_write_chunk}"),
         }
@@ -81,7 +82,8 @@ pub struct WatchedAddress {
 /// use pm4core::diagnostics::forensics::{LastWrite, QueueForensics, RecentPacket, WatchedAddress};
 ///
 /// let stuck = QueueForensics {
-///     queue: "comp0.0".into(),
+///     queue: 1,
+///     name: "comp0.0".into(),
 ///     error: false,
 ///     reason: "WAIT_REG_MEM on memory 0x200000: ...".into(),
 ///     waiting: None,
@@ -93,8 +95,10 @@ pub struct WatchedAddress {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct QueueForensics {
-    /// Queue name.
-    pub queue: String,
+    /// Queue number (0 graphics, 1 + pipe × 8 + queue compute).
+    pub queue: u32,
+    /// Queue name (`gfx`, `comp0.0`, …).
+    pub name: String,
     /// False: the queue waits (a stall); true: a processor error stopped
     /// its submission at `waiting`.
     pub error: bool,
@@ -111,7 +115,7 @@ pub struct QueueForensics {
 impl fmt::Display for QueueForensics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (what, verb) = if self.error { ("error", "stopped") } else { ("stall", "waits") };
-        write!(f, "{what} on {}: ", self.queue)?;
+        write!(f, "{what} on {}: ", self.name)?;
         match &self.waiting {
             Some(w) => writeln!(f, "{verb} at {:#x} on {} {}", w.address, w.opcode, w.fields)?,
             None => writeln!(f, "{verb}")?,
@@ -197,7 +201,8 @@ impl ReplayObserver for ForensicsObserver {
                 w.refresh = false;
             } else if now != w.value {
                 w.last = Some(LastWrite::Packet {
-                    queue: packet.queue.to_string(),
+                    queue: packet.queue.0,
+                    name: packet.queue.to_string(),
                     address: packet.address(),
                     index: packet.index,
                     opcode: packet.name(),
@@ -280,7 +285,8 @@ pub fn investigate(
             last_written_by: observer.watches.iter().find(|w| w.address == address).and_then(|w| w.last.clone()),
         });
         QueueForensics {
-            queue: q.queue.to_string(),
+            queue: q.queue.0,
+            name: q.queue.to_string(),
             error: false,
             reason: q.reason.to_string(),
             waiting: q.packet_address.map(waiting),
@@ -289,7 +295,8 @@ pub fn investigate(
         }
     });
     let failed = failures.iter().map(|f| QueueForensics {
-        queue: f.queue.to_string(),
+        queue: f.queue.0,
+        name: f.queue.to_string(),
         error: true,
         reason: f.message.clone(),
         waiting: f.packet.map(waiting),

@@ -118,8 +118,10 @@ pub struct RegisterEntry {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct QueueState {
+    /// Queue number (0 graphics, 1 + pipe × 8 + queue compute).
+    pub queue: u32,
     /// Queue name (`gfx`, `comp0.0`, …).
-    pub queue: String,
+    pub name: String,
     /// The packet the queue stopped before.
     pub at: PacketPoint,
     /// By register name.
@@ -138,7 +140,7 @@ impl QueueState {
 impl fmt::Display for QueueState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.registers.len();
-        writeln!(f, "{} before packet {}: {n} register{} written", self.queue, self.at, plural(n))?;
+        writeln!(f, "{} before packet {}: {n} register{} written", self.name, self.at, plural(n))?;
         for (name, e) in self.in_register_order() {
             writeln!(f, "  {name:<40} {:#010x}  by {}", e.value, e.written_by)?;
         }
@@ -159,6 +161,9 @@ fn plural(n: usize) -> &'static str {
 pub struct StateError {
     /// What was asked, and why it was not reached.
     pub message: String,
+    /// The resource limit that stopped the replay before the point, if one
+    /// did (its message, as the replay's error of kind `limit` says it).
+    pub limit: Option<String>,
 }
 
 impl fmt::Display for StateError {
@@ -199,7 +204,7 @@ impl StateObserver {
                 );
             }
         }
-        QueueState { queue: queue.to_string(), at, registers }
+        QueueState { queue: queue.0, name: queue.to_string(), at, registers }
     }
 }
 
@@ -241,6 +246,18 @@ pub fn state_at(
     queue: Option<QueueId>,
     at: StopAt,
 ) -> Result<QueueState, StateError> {
+    state_at_with_progress(trace, options, queue, at, &mut |_| {})
+}
+
+/// [`state_at`], calling `progress` as the replay goes (as
+/// [`replay::replay_with_progress`] does).
+pub fn state_at_with_progress(
+    trace: &Trace,
+    options: &ReplayOptions,
+    queue: Option<QueueId>,
+    at: StopAt,
+    progress: &mut dyn FnMut(replay::Progress),
+) -> Result<QueueState, StateError> {
     let family = trace.gpu_family().unwrap_or_default();
     let queue = match (queue, at) {
         (None, StopAt::Index(_)) => Some(QueueId::GRAPHICS),
@@ -254,7 +271,7 @@ pub fn state_at(
         writes: Vec::new(),
         result: None,
     };
-    let outcome = replay::replay_observed(trace, options, &mut |_| {}, Some(&mut observer));
+    let outcome = replay::replay_observed(trace, options, progress, Some(&mut observer));
     if let Some(state) = observer.result.take() {
         return Ok(state);
     }
@@ -273,7 +290,8 @@ pub fn state_at(
     if let Some(e) = outcome.summary.errors.first() {
         message.push_str(&format!(" (the replay met an error: {})", e.message));
     }
-    Err(StateError { message })
+    let limit = outcome.summary.errors.iter().find(|e| e.kind == "limit").map(|e| e.message.clone());
+    Err(StateError { message, limit })
 }
 
 /// The state of a queue stuck in a wait on the asked packet.
@@ -329,7 +347,12 @@ pub struct RegisterChange {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct StateDiff {
-    pub queue: String,
+    /// Queue number of the first point (0 graphics, 1 + pipe × 8 + queue
+    /// compute).
+    pub queue: u32,
+    /// Queue name (`gfx`, `comp0.0`, …; `A / B` when the points are on two
+    /// queues).
+    pub name: String,
     pub from: PacketPoint,
     pub to: PacketPoint,
     /// By register name.
@@ -361,8 +384,8 @@ pub fn diff(a: &QueueState, b: &QueueState) -> StateDiff {
             );
         }
     }
-    let queue = if a.queue == b.queue { a.queue.clone() } else { format!("{} / {}", a.queue, b.queue) };
-    StateDiff { queue, from: a.at, to: b.at, changed }
+    let name = if a.queue == b.queue { a.name.clone() } else { format!("{} / {}", a.name, b.name) };
+    StateDiff { queue: a.queue, name, from: a.at, to: b.at, changed }
 }
 
 impl fmt::Display for StateDiff {
@@ -371,7 +394,7 @@ impl fmt::Display for StateDiff {
         writeln!(
             f,
             "{} from packet {} to packet {}: {n} register{} changed",
-            self.queue,
+            self.name,
             self.from,
             self.to,
             plural(n)

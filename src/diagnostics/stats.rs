@@ -19,8 +19,10 @@ use crate::trace::Trace;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct QueueStats {
+    /// Queue number (0 graphics, 1 + pipe × 8 + queue compute).
+    pub queue: u32,
     /// Queue name (`gfx`, `comp0.0`, …).
-    pub queue: String,
+    pub name: String,
     /// Every packet decoded (executed or skipped).
     pub packets: u64,
     /// By opcode name (`TYPE0`, `TYPE2` for the other packet types).
@@ -52,7 +54,7 @@ pub struct QueueStats {
 /// let trace = Trace::read_file(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/traces/corpus/draws_dispatches.pm4t"))).unwrap();
 /// let stats = stream_stats(&trace, &ReplayOptions::default());
 /// let gfx = &stats.queues[0];
-/// assert_eq!(gfx.queue, "gfx");
+/// assert_eq!((gfx.queue, gfx.name.as_str()), (0, "gfx"));
 /// assert!(gfx.draws > 0);
 /// assert!(gfx.context_rolls <= gfx.draws);
 /// ```
@@ -71,7 +73,7 @@ impl fmt::Display for StreamStats {
             writeln!(
                 f,
                 "queue {}: {} packet{}, {} draw{}, {} dispatch{}",
-                q.queue,
+                q.name,
                 q.packets,
                 plural(q.packets, "s"),
                 q.draws,
@@ -152,15 +154,26 @@ impl ReplayObserver for StatsObserver {
 /// Replays `trace` packet by packet (one packet per scheduler slice) and
 /// counts, per queue, what [`QueueStats`] says.
 pub fn stream_stats(trace: &Trace, options: &ReplayOptions) -> StreamStats {
+    stream_stats_with_progress(trace, options, &mut |_| {})
+}
+
+/// [`stream_stats`], calling `progress` as the replay goes (as
+/// [`replay::replay_with_progress`] does).
+pub fn stream_stats_with_progress(
+    trace: &Trace,
+    options: &ReplayOptions,
+    progress: &mut dyn FnMut(replay::Progress),
+) -> StreamStats {
     let mut observer = StatsObserver { queues: (0..QueueId::COUNT).map(|_| None).collect(), writes: Vec::new() };
-    let outcome = replay::replay_observed(trace, options, &mut |_| {}, Some(&mut observer));
+    let outcome = replay::replay_observed(trace, options, progress, Some(&mut observer));
     let queues = observer
         .queues
         .into_iter()
         .enumerate()
         .filter_map(|(q, t)| {
             t.map(|mut t| {
-                t.stats.queue = QueueId(q as u32).to_string();
+                t.stats.queue = q as u32;
+                t.stats.name = QueueId(q as u32).to_string();
                 t.stats
             })
         })

@@ -256,7 +256,11 @@ pub struct WalkSummary {
     pub submissions: usize,
     /// Diagnostics reported.
     pub diagnostics: usize,
-    /// False when the packet budget stopped the walk.
+    /// Packets listed with a problem (truncated, unreadable body, body too
+    /// short, type-1 header): the `!` lines under packets.
+    pub problems: usize,
+    /// False when the packet budget stopped the walk (a walk of malformed
+    /// packets is complete: they are counted in `problems`).
     pub complete: bool,
 }
 
@@ -274,7 +278,10 @@ pub struct Listing {
     pub diagnostics: Vec<Diagnostic>,
     /// Packets per opcode name over the whole walk.
     pub by_opcode: BTreeMap<String, u64>,
-    /// False when the packet budget stopped the walk.
+    /// Packets with a `problem`.
+    pub problems: usize,
+    /// False when the packet budget stopped the walk (a walk of malformed
+    /// packets is complete: they are counted in `problems`).
     pub complete: bool,
 }
 
@@ -398,6 +405,7 @@ impl<'a> Disassembler<'a> {
             WalkEvent::Diagnostic(d) => listing.diagnostics.push(d.clone()),
         });
         listing.by_opcode = summary.by_opcode;
+        listing.problems = summary.problems;
         listing.complete = summary.complete;
         listing
     }
@@ -415,13 +423,15 @@ impl<'a> Disassembler<'a> {
         let s = |n: u64| if n == 1 { "" } else { "s" };
         writeln!(
             out,
-            "; {} packet{} in {} submission{}, {} diagnostic{}{}",
+            "; {} packet{} in {} submission{}, {} diagnostic{}, {} packet{} with a problem{}",
             summary.packets,
             s(summary.packets),
             summary.submissions,
             s(summary.submissions as u64),
             summary.diagnostics,
             s(summary.diagnostics as u64),
+            summary.problems,
+            s(summary.problems as u64),
             if summary.complete { "" } else { " (walk stopped by the packet budget)" }
         )?;
         for (name, count) in &summary.by_opcode {
@@ -711,6 +721,7 @@ impl Walker<'_, '_, '_> {
     ) {
         let header = Header(dwords.first().copied().unwrap_or(0));
         self.summary.packets += 1;
+        self.summary.problems += usize::from(problem.is_some());
         let count = match header.packet_type() {
             PacketType::Type3 => self.opcode_counts.get_mut(usize::from(header.opcode().0)),
             PacketType::Type0 => self.type_counts.get_mut(0),

@@ -53,7 +53,7 @@ fn plain(text: &str) -> bool {
 pub(super) fn write_source(dis: &Disassembler<'_>, out: &mut dyn io::Write) -> io::Result<()> {
     let family = dis.family();
     let starts = dis.packet_addresses();
-    writeln!(out, "; PM4 disassembly as assembler source (pm4core); assemble with pm4core::asm")?;
+    writeln!(out, "; PM4 disassembly as assembler source: `pm4 asm FILE -o TRACE` turns it back into the trace")?;
     writeln!(out, ".gpu {family}")?;
     if let Some(trace) = dis.trace() {
         for (key, value) in trace.info() {
@@ -382,13 +382,15 @@ fn field_keys(op: Opcode) -> Option<&'static [(&'static str, &'static str)]> {
     })
 }
 
-/// A field's value as the assembler reads it; `None` when it has no
-/// assembler spelling (a reserved selector, a raw layout dword).
-fn asm_value(family: GpuFamily, value: &FieldValue<'_>) -> Option<String> {
+/// A field's value as the assembler reads it (a selector by its name when
+/// `named`, else its number); `None` when it has no assembler spelling (a
+/// reserved selector, a raw layout dword).
+fn asm_value(family: GpuFamily, value: &FieldValue<'_>, named: bool) -> Option<String> {
     Some(match *value {
         FieldValue::Dec(v) => v.to_string(),
         FieldValue::Hex(v) => format!("{v:#x}"),
         FieldValue::Flag(v) => u8::from(v).to_string(),
+        FieldValue::Selector(_, n) if named && n != "reserved" && n != "other" => n.to_ascii_lowercase(),
         FieldValue::Selector(v, _) => v.to_string(),
         FieldValue::Name(n) if n == "reserved" || n == "other" => return None,
         FieldValue::Name(n) => n.to_ascii_lowercase(),
@@ -407,8 +409,10 @@ fn field_statement(family: GpuFamily, op: Opcode, head: &str, body: &[u32], pack
     let decoded = AnyBody::decode_for(family, op, body).ok()??;
     let fields = decoded.fields_for(family);
     // Drivers write 48-bit addresses sign-extended to 64 bits (the canonical
-    // form), which the typed bodies keep as 48 bits: try that form first.
-    for canonical in [true, false] {
+    // form), which the typed bodies keep as 48 bits: try that form first;
+    // selectors by name first (`dst=mem`), by number where the assembler
+    // spells them otherwise.
+    for (canonical, named) in [(true, true), (false, true), (true, false), (false, false)] {
         let mut text = head.to_owned();
         for &(field, key) in keys {
             let Some(f) = fields.iter().find(|f| f.name == field) else { continue };
@@ -422,7 +426,7 @@ fn field_statement(family: GpuFamily, op: Opcode, head: &str, body: &[u32], pack
                 (_, _, FieldValue::Hex(v)) if canonical && ADDRESS_KEYS.contains(&key) && v >> 47 == 1 => {
                     format!("{:#x}", v | 0xFFFF_0000_0000_0000)
                 }
-                _ => asm_value(family, &f.value)?,
+                _ => asm_value(family, &f.value, named)?,
             };
             text.push(' ');
             text.push_str(key);

@@ -23,11 +23,15 @@
 //! submit again. Work is bounded by construction: at most [`MAX_CALLS`]
 //! calls, each running at most [`WORK_BUDGET`] packets per submission,
 //! except for one input in [`FULL_BUDGET_SHARE`] (by length), which runs
-//! with the default budget of [`ProcessorConfig`] so that the fuzzer also
-//! sees what long runs do (multi-draw packets with huge counts, loops that
+//! with [`LONG_BUDGET`] so that the fuzzer also sees what long runs do (multi-draw packets with huge counts, loops that
 //! write new memory until the written-memory cap of
 //! [`Limits::max_written_memory`] refuses them); written pages never pass
 //! that cap.
+//!
+//! What the harness keeps is bounded too, and checked after every call:
+//! the recording backend's log holds at most [`MAX_LOG_LINES`] lines
+//! (a multi-draw packet of 2^26 sub-draws once grew it to 11 GB), and the
+//! written pages plus the log's heap stay under [`RESIDENT_CAP`].
 
 use super::{Input, Outcome, Violation};
 use crate::backend::{QueueId, RecordingBackend};
@@ -71,9 +75,29 @@ pub const HOST_COMMANDS: [(u16, HostCommand); 6] = [
 
 const SLICES: [u64; 4] = [1, 7, 64, u64::MAX];
 
+/// Most lines the harness's recording backend keeps
+/// ([`RecordingBackend::max_lines`], set from [`Limits::max_events`]).
+pub const MAX_LOG_LINES: u64 = 1 << 16;
+
+/// Most heap bytes one log line may hold (the longest, a draw binding four
+/// programs with an index buffer and indirect arguments, is under 300).
+pub const MAX_LINE_BYTES: u64 = 512;
+
+/// What the harness may hold: the written-page cap of
+/// [`Limits::max_written_memory`] plus [`MAX_LOG_LINES`] lines of at most
+/// [`MAX_LINE_BYTES`].
+pub const RESIDENT_CAP: u64 = (1 << 30) + (MAX_LOG_LINES + 1) * MAX_LINE_BYTES;
+
 /// One input in this many (those whose length leaves this remainder minus
 /// one) runs with the default work budget instead of [`WORK_BUDGET`].
 pub const FULL_BUDGET_SHARE: usize = 64;
+
+/// The work budget of that share: 2^22 packets, long enough for a loop to
+/// reach the written-page cap (2^18 pages) or a multi-draw packet to make
+/// millions of draws, short enough that such an input runs in a fraction
+/// of a second fuzzed and in seconds under `cargo test` (unoptimized), where
+/// the processor's default of 2^26 took 44 s.
+pub const LONG_BUDGET: u64 = 1 << 22;
 const RENDER_BACKENDS: [u32; 8] = [0, 1, 2, 4, 8, 16, 16, 16];
 
 /// The `processor` harness.
@@ -89,11 +113,7 @@ pub fn processor(data: &[u8]) -> Outcome {
     let steps = input.bytes(step_count * STEP_LEN);
     let guest = input.rest();
 
-    let budget = if data.len() % FULL_BUDGET_SHARE == FULL_BUDGET_SHARE - 1 {
-        ProcessorConfig::default().work_budget
-    } else {
-        WORK_BUDGET
-    };
+    let budget = if data.len() % FULL_BUDGET_SHARE == FULL_BUDGET_SHARE - 1 { LONG_BUDGET } else { WORK_BUDGET };
     let config = ProcessorConfig {
         max_ib_depth: usize::from(config_bits & 7) + 1,
         work_budget: budget,
@@ -126,7 +146,7 @@ pub fn processor(data: &[u8]) -> Outcome {
             return Err(fail("a rejected shader creation wrote memory".into()));
         }
     }
-    let mut backend = RecordingBackend::new();
+    let mut backend = RecordingBackend::with_limits(&Limits { max_events: MAX_LOG_LINES, ..Limits::default() });
     let mut p = Processor::with_config(queue, config);
     p.submit(CMD_BASE, size_dw).map_err(|e| fail(format!("a new processor refused a submit: {e}")))?;
 
@@ -135,12 +155,7 @@ pub fn processor(data: &[u8]) -> Outcome {
         let mut env = Env { memory: &mut memory, backend: &mut backend, shaders: &mut shaders };
         let result = p.process_slice(&mut env, slice);
         check_status(TARGET, &p, &result, budget)?;
-        if memory.allocated_page_bytes() as u64 > cap {
-            return Err(fail(format!(
-                "{} bytes of written pages past the cap of {cap}",
-                memory.allocated_page_bytes()
-            )));
-        }
+        check_resident(&memory, &backend, cap)?;
         let step = steps.next().map(Input::new);
         let mut step = step.unwrap_or(Input::new(&[]));
         let (kind, a, b) = (step.u8(), step.u32(), step.u32());
@@ -172,6 +187,26 @@ pub fn processor(data: &[u8]) -> Outcome {
         if p.is_idle() {
             break;
         }
+    }
+    Ok(())
+}
+
+/// The written pages stay under `cap`, the log under [`MAX_LOG_LINES`]
+/// lines (and its final "truncated" line), and both together under
+/// [`RESIDENT_CAP`].
+fn check_resident(memory: &SparseMemory, backend: &RecordingBackend, cap: u64) -> Outcome {
+    let fail = |what: String| Violation::new(TARGET, what);
+    let pages = memory.allocated_page_bytes() as u64;
+    if pages > cap {
+        return Err(fail(format!("{pages} bytes of written pages past the cap of {cap}")));
+    }
+    let lines = backend.lines.len() as u64;
+    if lines > MAX_LOG_LINES + 1 {
+        return Err(fail(format!("the log holds {lines} lines, past its bound of {MAX_LOG_LINES}")));
+    }
+    let resident = pages + backend.heap_bytes() as u64;
+    if resident > RESIDENT_CAP {
+        return Err(fail(format!("the harness holds {resident} bytes, past its cap of {RESIDENT_CAP}")));
     }
     Ok(())
 }

@@ -9,10 +9,12 @@ use std::process::ExitCode;
 
 use xtask::{CheckOutcome, GENERATED_FILE};
 
-const USAGE: &str = "usage: cargo run -p xtask -- regen [--check]\n\
+const USAGE: &str = "usage: cargo run -p xtask -- TASK\n\
     \n\
     regen          rewrite src/regs/generated.rs from registers/*.json\n\
-    regen --check  exit non-zero if the committed src/regs/generated.rs is stale";
+    regen --check  exit non-zero if the committed src/regs/generated.rs is stale\n\
+    frame          write the corpus frame source traces/corpus/frame.pm4\n\
+    help           print this";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -78,6 +80,24 @@ fn main() -> ExitCode {
         _ => {
             eprintln!("{USAGE}");
             ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every task `main` runs is in the usage text, and nothing else is.
+    #[test]
+    fn the_usage_lists_every_task() {
+        let source = include_str!("main.rs");
+        let tasks: Vec<&str> = source
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("[\"")?.split_once("\"]").map(|(t, _)| t))
+            .map(|t| t.split('"').next().unwrap_or(t))
+            .collect();
+        assert_eq!(tasks, ["regen", "regen", "frame", "help"]);
+        for task in ["regen ", "regen --check ", "frame ", "help "] {
+            assert!(super::USAGE.contains(&format!("\n{task}")), "{task} is not in the usage");
         }
     }
 }
