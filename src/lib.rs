@@ -1,13 +1,65 @@
-//! pm4core: the front-end command processor (CP) of the PS5's "Prospero" GPU
-//! (AMD RDNA2, gfx10.3), with PS4 (gfx7) notes.
+//! pm4core emulates the front-end command processor (CP) of the PS5's
+//! "Prospero" GPU (AMD RDNA2, gfx10.3) and of the PS4's (gfx7): it reads the
+//! PM4 packets a game's driver writes into command buffers in guest memory,
+//! runs the graphics queue and the 56 compute queues, keeps each queue's
+//! registers, follows indirect buffers, honours predication, suspends and
+//! resumes waits, binds shader programs on the way through, and hands
+//! draws, dispatches, events, fences and flips to the emulator's renderer.
+//! It never panics on guest data: every problem is an error value that says
+//! what and where.
 //!
-//! A game's driver writes PM4 packets into command buffers in guest memory and
-//! submits them to a queue; each queue's [`processor::Processor`] walks them
-//! with a resumable [`processor::Pm4Execution`], applies register writes to
-//! its [`regs::RegisterFile`] and sends every effect out through the
-//! [`memory::GuestMemory`] and [`backend::Backend`] traits.
+//! # Embedding it in an emulator
 //!
-//! See `ARCHITECTURE.md` for the map of modules.
+//! An emulator gives the GPU its guest memory (a [`memory::GuestMemory`]:
+//! its own mappings through `pm4core-hostmem`, its own access functions
+//! through [`memory::TranslatedMemory`], or [`memory::FlatMemory`]) and its
+//! renderer (a [`backend::Backend`]), then submits command buffers from any
+//! thread to a [`gpu::Gpu`]; its CPU's stores to labels wake the waits on
+//! them, notified or not.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use pm4core::backend::{Backend, Draw, QueueId};
+//! use pm4core::gpu::{Gpu, GpuConfig};
+//! use pm4core::memory::{FlatMemory, GuestMemory};
+//! use pm4core::packet::body::CompareFunction;
+//! use pm4core::packet::builder::CommandBuffer;
+//! use pm4core::packet::Opcode;
+//!
+//! /// The emulator's renderer.
+//! #[derive(Default)]
+//! struct Renderer { vertices: u32 }
+//! impl Backend for Renderer {
+//!     fn draw(&mut self, draw: &Draw<'_>) { self.vertices += draw.count; }
+//! }
+//!
+//! let ram = Arc::new(FlatMemory::new(0, 1 << 20)?);             // the emulator's guest RAM
+//! let mut cb = CommandBuffer::new();                            // what the game's driver wrote
+//! cb.wait_mem(0x8000, CompareFunction::Equal, 1, u32::MAX)?.pkt3(Opcode::DRAW_INDEX_AUTO, &[3, 2])?;
+//! ram.write_bytes(0x1000, &cb.to_bytes())?;
+//! let gpu = Gpu::threaded(Arc::clone(&ram), Renderer::default(), GpuConfig::default())?;
+//! let frame = gpu.submit(QueueId::GRAPHICS, 0x1000, cb.len_dw())?;
+//! ram.write_u32(0x8000, 1)?;                                    // the CPU's store, not notified
+//! frame.wait()?;                                                // the GPU's polling saw it
+//! assert_eq!(gpu.with_backend(|r| r.vertices)?, 3);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Modules
+//!
+//! - [`gpu`]: the queues, their scheduling in threaded or deterministic
+//!   mode, waits, interrupts, stalls, shutdown;
+//! - [`processor`]: one queue's command processor (the ProcessPm4 loop and
+//!   its handlers), usable on its own;
+//! - [`memory`]: guest memory and its contract;
+//! - [`backend`]: what the renderer receives;
+//! - [`packet`]: headers, framing, typed packet bodies and the command
+//!   buffer builder;
+//! - [`regs`]: the register files and the generated register databases;
+//! - [`shader`]: AGC (PS5) and GNM (PS4) shader containers;
+//! - tools, each a Cargo feature: `trace` (the trace file format and the
+//!   `recorder`), `replay` (with `diagnostics`), `disasm`, `asm`, `import`,
+//!   `inspect`, behind the `pm4` command.
 
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
@@ -46,6 +98,11 @@ pub mod shader;
 pub mod trace;
 
 pub use regs::db::GpuFamily;
+
+// The README's Rust snippets compile and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeSnippets;
 
 /// `n` and a noun in the right number: `1 submission`, `3 submissions`.
 #[cfg_attr(not(feature = "tools"), allow(dead_code))]
