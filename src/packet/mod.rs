@@ -7,6 +7,7 @@ pub mod body;
 pub mod builder;
 pub mod field;
 pub mod opcode;
+pub mod private;
 pub mod reader;
 
 pub use opcode::Opcode;

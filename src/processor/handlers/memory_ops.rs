@@ -3,29 +3,15 @@
 
 use crate::memory::GuestMemory;
 use crate::packet::body::{AtomicMem, CompareFunction, CondWrite, CopyData, DmaData, WriteData};
-use crate::packet::Packet;
-use crate::processor::context::{Ctx, Flow, HandlerResult};
-use crate::processor::handlers::{report_not_emulated, Fast};
+use crate::processor::handlers::report_not_emulated;
+use crate::processor::view::context::{Ctx, HandlerResult, Step};
 use crate::processor::{Pm4Error, SuspendReason};
 use crate::regs::gfx103;
 
-pub(crate) fn write_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let w = ctx.decode::<WriteData>(p)?;
+pub(crate) fn write_data(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let w = ctx.decode::<WriteData>(body)?;
     write(ctx, &w)?;
-    Ok(Flow::Continue)
-}
-
-/// WRITE_DATA's fast entry (see [`Fast`]; `body` is the packet's body):
-/// the write, as [`write_data`] makes it, unless it writes memory that
-/// overlaps the dwords the loop holds (the general way ends the view
-/// after such a write). A body that does not decode: [`Fast::General`].
-pub(crate) fn write_data_fast(ctx: &mut Ctx<'_>, body: &[u32]) -> Fast {
-    use crate::packet::body::Body;
-    let Ok(w) = WriteData::decode_body(crate::packet::Opcode::WRITE_DATA, body) else { return Fast::General };
-    if writes_memory(w.dst_sel) && ctx.memory.overlaps_window(w.destination, 4 * w.data.len() as u64) {
-        return Fast::General;
-    }
-    Fast::of(write(ctx, &w))
+    Ok(Step::Next)
 }
 
 /// Whether a WRITE_DATA's DST_SEL is guest memory.
@@ -115,11 +101,11 @@ fn copy_source(ctx: &mut Ctx<'_>, c: &CopyData) -> Result<Option<u64>, Pm4Error>
     Ok(Some(value))
 }
 
-pub(crate) fn copy_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let c = ctx.decode::<CopyData>(p)?;
+pub(crate) fn copy_data(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let c = ctx.decode::<CopyData>(body)?;
     let Some(value) = copy_source(ctx, &c)? else {
         report_not_emulated(ctx, "source (atomic return data)");
-        return Ok(Flow::Continue);
+        return Ok(Step::Next);
     };
     match c.dst_sel {
         0 | 4 | 6 => {
@@ -141,7 +127,7 @@ pub(crate) fn copy_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
         }
         _ => report_not_emulated(ctx, "reserved destination"),
     }
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
 /// One side of a DMA_DATA transfer, as a stream of dwords.
@@ -231,25 +217,25 @@ fn dma_write(ctx: &mut Ctx<'_>, dst: DmaEnd, data: &[u32]) -> Result<(), Pm4Erro
 /// GDS or the DATA dword) to the destination (memory, registers or GDS).
 /// SAIC/DAIC keep the memory address or register of their side fixed;
 /// GDS always increments. Register and GDS sides move whole dwords.
-pub(crate) fn dma_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let d = ctx.decode::<DmaData>(p)?;
+pub(crate) fn dma_data(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let d = ctx.decode::<DmaData>(body)?;
     if moves_nothing(&d) {
-        return Ok(Flow::Continue);
+        return Ok(Step::Next);
     }
     let len = u64::from(d.byte_count);
     let (src, dst) = dma_ends(&d);
     // Memory to memory and fills of memory keep their byte-exact fast paths.
     if let Some(result) = copy_or_fill(ctx, src, dst, len) {
-        return result.map(|()| Flow::Continue).map_err(Box::new);
+        return result.map(|()| Step::Next).map_err(Box::new);
     }
     match (src, dst) {
         (DmaEnd::Data(value), DmaEnd::Gds { offset }) => {
             ctx.state.global.fill_gds(offset, len, value).map_err(|e| ctx.gds_err(e))?;
-            return Ok(Flow::Continue);
+            return Ok(Step::Next);
         }
         (DmaEnd::Memory { address, step: false }, DmaEnd::Memory { address: t, step: true }) => {
             let value = ctx.read_u32(address)?;
-            return ctx.memory.fill(t, len, value).map(|()| Flow::Continue).map_err(|e| ctx.mem_err(e).into());
+            return ctx.memory.fill(t, len, value).map(|()| Step::Next).map_err(|e| ctx.mem_err(e).into());
         }
         _ => {}
     }
@@ -258,7 +244,7 @@ pub(crate) fn dma_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
         // A register run ends with the register file.
         let available = crate::regs::space::END.saturating_sub(index);
         if dwords > available {
-            tracing::warn!(queue = %ctx.state.queue, location = %ctx.location, "DMA_DATA register run from {index:#x} leaves the register file after {available} of {dwords} dwords");
+            tracing::warn!(queue = %ctx.state.queue, location = %ctx.location(), "DMA_DATA register run from {index:#x} leaves the register file after {available} of {dwords} dwords");
             dwords = available;
         }
     }
@@ -271,7 +257,7 @@ pub(crate) fn dma_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
         dma_write(ctx, dst.at(done), chunk)?;
         done += n as u32;
     }
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
 /// The source and destination of the DMA_DATA `d`.
@@ -302,30 +288,6 @@ fn copy_or_fill(ctx: &mut Ctx<'_>, src: DmaEnd, dst: DmaEnd, len: u64) -> Option
         _ => return None,
     };
     Some(result.map_err(|e| ctx.mem_err(e)))
-}
-
-/// DMA_DATA's fast entry (see [`Fast`]; `body` is the packet's body): runs
-/// what [`dma_data`] runs for a packet that moves nothing, a copy from
-/// memory to memory or a fill of memory with DATA, unless the destination
-/// overlaps the dwords the loop holds (`ctx.memory`'s window: the general
-/// way ends the view after such a write). Anything else, and a body that
-/// does not decode: [`Fast::General`], having done nothing.
-pub(crate) fn dma_data_fast(ctx: &mut Ctx<'_>, body: &[u32]) -> Fast {
-    use crate::packet::body::Body;
-    let Ok(d) = DmaData::decode_body(crate::packet::Opcode::DMA_DATA, body) else { return Fast::General };
-    if moves_nothing(&d) {
-        return Fast::Done;
-    }
-    let len = u64::from(d.byte_count);
-    let (src, dst) = dma_ends(&d);
-    match dst {
-        DmaEnd::Memory { address, .. } if !ctx.memory.overlaps_window(address, len) => {}
-        _ => return Fast::General,
-    }
-    match copy_or_fill(ctx, src, dst, len) {
-        Some(result) => Fast::of(result),
-        None => Fast::General,
-    }
 }
 
 /// Whether the DMA_DATA `d` moves nothing: a read-only prefetch (DST_SEL
@@ -379,8 +341,8 @@ fn atomic_result(op: u32, old: u64, src: u64, cmp: u64, is_64: bool) -> Option<u
     Some(if is_64 { v } else { v & 0xFFFF_FFFF })
 }
 
-pub(crate) fn atomic_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let a = ctx.decode::<AtomicMem>(p)?;
+pub(crate) fn atomic_mem(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let a = ctx.decode::<AtomicMem>(body)?;
     let is_64 = a.is_64();
     let (src, cmp) = if is_64 { (a.src, a.cmp) } else { (a.src & 0xFFFF_FFFF, a.cmp & 0xFFFF_FFFF) };
     let op = a.base_op();
@@ -396,7 +358,7 @@ pub(crate) fn atomic_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     if atomic_result(op, 0, src, cmp, is_64).is_none() {
         read()?;
         report_not_emulated(ctx, "atomic operation");
-        return Ok(Flow::Continue);
+        return Ok(Step::Next);
     }
     if spin {
         let current = read()?;
@@ -420,11 +382,11 @@ pub(crate) fn atomic_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
         // Another thread changed it between the check and the swap.
         return Ok(ctx.suspend(SuspendReason::AtomicLoop { address: a.address, compare: cmp, current: old }));
     }
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
-pub(crate) fn cond_write(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let c = ctx.decode::<CondWrite>(p)?;
+pub(crate) fn cond_write(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let c = ctx.decode::<CondWrite>(body)?;
     let value = if c.poll_memory { ctx.read_u32(c.poll)? } else { ctx.read_register(c.poll as u32) };
     if c.function.test(u64::from(value & c.mask), u64::from(c.reference)) && c.function != CompareFunction::Reserved {
         match c.write_space {
@@ -433,7 +395,7 @@ pub(crate) fn cond_write(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
             _ => report_not_emulated(ctx, "scratch write space"),
         }
     }
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
 #[cfg(test)]
