@@ -9,6 +9,8 @@ pub mod field;
 pub mod opcode;
 pub mod private;
 pub mod reader;
+#[rustfmt::skip]
+pub mod wire;
 
 pub use opcode::Opcode;
 

@@ -122,7 +122,7 @@ impl PrivatePacketEntry {
 
 /// An embedder's table of private packets, shared (cloning it clones an
 /// `Arc`): empty by default, when nothing is private.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PrivatePackets {
     entries: Arc<[PrivatePacketEntry]>,
 }

@@ -36,6 +36,7 @@ pub use error::Pm4Error;
 pub use execution::{Cursor, Pm4Execution, Predication, SuspendReason};
 pub use global::{GdsError, GlobalState, DEFAULT_GDS_BYTES};
 pub use handlers::nop::convention_name as nop_convention;
+pub(crate) use opcodes::private_entry;
 pub use opcodes::{is_emulated, is_graphics_only};
 
 use crate::backend::{Backend, ProgramBinding, QueueId, UnknownPacket};

@@ -29,7 +29,10 @@ use super::handlers::{
     self, const_engine, dispatch, draw, events, indirect, memory_ops, nop, predication, registers, wait,
 };
 use super::view::context::Handler;
-use crate::packet::Opcode;
+use super::view::is_pad;
+use crate::backend::QueueId;
+use crate::packet::private::{PrivatePacketEntry, PrivatePackets};
+use crate::packet::{Header, Opcode, PacketType};
 use crate::regs::RegisterSpace;
 
 /// Which queues run an opcode.
@@ -281,4 +284,28 @@ pub fn is_emulated(opcode: Opcode) -> bool {
 /// ```
 pub fn is_graphics_only(opcode: Opcode) -> bool {
     GRAPHICS.graphics_only[usize::from(opcode.0)]
+}
+
+/// The entry of `table` a packet with `header` and `body` is, on `queue`,
+/// when the processor asks the table for it: a NOP (not a one-dword pad)
+/// or a type-3 packet the queue has no handler for (an unnamed opcode, a
+/// named one not emulated, or a graphics-only one on a compute queue).
+/// The disassembler names packets by the same rule.
+pub(crate) fn private_entry<'t>(
+    table: &'t PrivatePackets,
+    queue: QueueId,
+    header: Header,
+    body: &[u32],
+) -> Option<&'t PrivatePacketEntry> {
+    if table.is_empty() || header.packet_type() != PacketType::Type3 {
+        return None;
+    }
+    let opcode = header.opcode();
+    let kind = if queue.is_graphics() { &GRAPHICS } else { &COMPUTE };
+    let asked = if opcode == Opcode::NOP { !is_pad(header.0) } else { !kind.emulated[usize::from(opcode.0)] };
+    if asked {
+        table.classify(header, body)
+    } else {
+        None
+    }
 }

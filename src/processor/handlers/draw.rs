@@ -16,6 +16,7 @@ use crate::packet::body::{
     DispatchMeshIndirectMulti, DispatchTaskmeshGfx, DrawBody, DrawIndexMultiInst, IndexBase, IndexBufferSize,
     IndexType, NumInstances, SetBase, StrmoutBufferUpdate,
 };
+use crate::packet::wire::{IndexTypeMode, SetBaseIndex, StrmoutSourceSelect};
 use crate::packet::Opcode;
 use crate::processor::view::context::{Ctx, HandlerResult, Step};
 use crate::processor::{state_group, Pm4Error};
@@ -126,11 +127,12 @@ fn index_type(ctx: &Ctx<'_>) -> u32 {
     ctx.state.regs.get(r::VGT_INDEX_TYPE) & 3
 }
 
+/// Bytes per index of an index type (16-bit for an undefined one).
 fn index_size(index_type: u32) -> u64 {
-    match index_type {
-        1 => 4,
-        2 => 1,
-        _ => 2,
+    match IndexTypeMode::from_wire(index_type) {
+        Some(IndexTypeMode::VgtIndex32) => 4,
+        Some(IndexTypeMode::VgtIndex8) => 1,
+        Some(IndexTypeMode::VgtIndex16) | None => 2,
     }
 }
 
@@ -439,14 +441,16 @@ pub(crate) fn set_base(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
     let b = ctx.decode::<SetBase>(body)?;
     let compute = ctx.header().shader_type_compute();
     let bases = &mut ctx.state.bases;
-    match b.base_index {
-        0 => bases.patch_table = b.address,
-        1 if compute => bases.dispatch_indirect = b.address,
-        1 => bases.draw_indirect = b.address,
-        2 => bases.ce_dst = b.address,
-        4 => bases.load_index = b.address,
-        5 => bases.sh_offset = b.address,
-        other => tracing::debug!(queue = %ctx.state.queue, "SET_BASE index {other} ignored"),
+    match SetBaseIndex::from_wire(b.base_index) {
+        Some(SetBaseIndex::PatchTable) => bases.patch_table = b.address,
+        Some(SetBaseIndex::IndirectArgs) if compute => bases.dispatch_indirect = b.address,
+        Some(SetBaseIndex::IndirectArgs) => bases.draw_indirect = b.address,
+        Some(SetBaseIndex::CeDstBase) => bases.ce_dst = b.address,
+        Some(SetBaseIndex::LoadIndex) => bases.load_index = b.address,
+        Some(SetBaseIndex::ShRegOffset) => bases.sh_offset = b.address,
+        Some(SetBaseIndex::CePartitionBases) | None => {
+            tracing::debug!(queue = %ctx.state.queue, "SET_BASE index {} ignored", b.base_index)
+        }
     }
     Ok(Step::Next)
 }
@@ -493,11 +497,11 @@ pub(crate) fn strmout_buffer_update(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerR
         let filled = ctx.read_register(filled_reg);
         ctx.write_u32(s.dst, filled)?;
     }
-    let new_offset = match s.source_select {
-        0 => Some(s.src as u32),
-        1 => Some(ctx.read_register(filled_reg)),
-        2 => Some(ctx.read_u32(s.src)?),
-        _ => None,
+    let new_offset = match StrmoutSourceSelect::from_wire(s.source_select) {
+        Some(StrmoutSourceSelect::Offset) => Some(s.src as u32),
+        Some(StrmoutSourceSelect::FilledSize) => Some(ctx.read_register(filled_reg)),
+        Some(StrmoutSourceSelect::SrcAddress) => Some(ctx.read_u32(s.src)?),
+        Some(StrmoutSourceSelect::NoSource) | None => None,
     };
     if let Some(v) = new_offset {
         ctx.write_register(offset_reg, v);

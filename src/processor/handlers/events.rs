@@ -6,22 +6,12 @@
 
 use crate::backend::{CacheAction, Event, Fence, SampleKind};
 use crate::packet::body::{AcquireMem, EventWrite, EventWriteEos, OcclusionQuery, ReleaseMem, SurfaceSync};
+use crate::packet::wire::{EosCommand, EventType, ReleaseDataSel, ReleaseIntSel};
 use crate::packet::Opcode;
 use crate::processor::handlers::report_not_emulated;
 use crate::processor::view::context::{Ctx, HandlerResult, Step};
 use crate::processor::Pm4Error;
 use crate::regs::gfx103;
-
-/// VGT_EVENT_TYPE values with an effect here.
-mod event_type {
-    pub const SAMPLE_STREAMOUTSTATS1: u32 = 0x01;
-    pub const SAMPLE_STREAMOUTSTATS3: u32 = 0x03;
-    pub const ZPASS_DONE: u32 = 0x15;
-    pub const SAMPLE_PIPELINESTAT: u32 = 0x1E;
-    pub const SO_VGTSTREAMOUT_FLUSH: u32 = 0x1F;
-    pub const SAMPLE_STREAMOUTSTATS: u32 = 0x20;
-    pub const PIXEL_PIPE_STAT_DUMP: u32 = 0x39;
-}
 
 pub(crate) fn event_write(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
     let e = ctx.decode::<EventWrite>(body)?;
@@ -32,7 +22,7 @@ pub(crate) fn event_write(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
         r.map_err(|err| ctx.mem_err(err))?;
         return Ok(Step::Next);
     }
-    if e.event_type == event_type::SO_VGTSTREAMOUT_FLUSH {
+    if EventType::from_wire(e.event_type) == Some(EventType::SoVgtstreamoutFlush) {
         // The stream-out offsets are flushed at once: OFFSET_UPDATE_DONE.
         let v = ctx.read_register(gfx103::CP_STRMOUT_CNTL) | 1;
         ctx.write_register(gfx103::CP_STRMOUT_CNTL, v);
@@ -43,12 +33,13 @@ pub(crate) fn event_write(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
 
 /// The sample an EVENT_WRITE of `event_type` writes at its address.
 fn sample_kind(event_type: u32) -> Option<SampleKind> {
-    match event_type {
-        event_type::ZPASS_DONE | event_type::PIXEL_PIPE_STAT_DUMP => Some(SampleKind::ZpassDone),
-        event_type::SAMPLE_PIPELINESTAT => Some(SampleKind::PipelineStats),
-        event_type::SAMPLE_STREAMOUTSTATS => Some(SampleKind::StreamoutStats(0)),
-        t @ event_type::SAMPLE_STREAMOUTSTATS1..=event_type::SAMPLE_STREAMOUTSTATS3 => {
-            Some(SampleKind::StreamoutStats(t))
+    use EventType as E;
+    match EventType::from_wire(event_type)? {
+        E::ZpassDone | E::PixelPipeStatDump => Some(SampleKind::ZpassDone),
+        E::SamplePipelinestat => Some(SampleKind::PipelineStats),
+        E::SampleStreamoutstats => Some(SampleKind::StreamoutStats(0)),
+        E::SampleStreamoutstats1 | E::SampleStreamoutstats2 | E::SampleStreamoutstats3 => {
+            Some(SampleKind::StreamoutStats(event_type))
         }
         _ => None,
     }
@@ -86,7 +77,9 @@ fn retire(ctx: &mut Ctx<'_>, r: &ReleaseMem, gds: GdsStore) -> Result<(), Pm4Err
         let queue = ctx.state.queue;
         ctx.backend.cache_action(queue, &CacheAction::Release { cache_control: r.cache_control });
     }
-    let data = match (r.data_sel, gds) {
+    use ReleaseDataSel as Data;
+    let release_mem = ctx.opcode() == Opcode::RELEASE_MEM;
+    let data = match (ReleaseDataSel::from_wire(r.data_sel), gds) {
         (_, GdsStore::Copy { offset, dwords }) => {
             ctx.copy_gds_to_memory(u64::from(offset) * 4, dwords, r.address)?;
             None
@@ -95,27 +88,27 @@ fn retire(ctx: &mut Ctx<'_>, r: &ReleaseMem, gds: GdsStore) -> Result<(), Pm4Err
             report_not_emulated(ctx, "GDS append-count store");
             None
         }
-        (0, _) => None,
-        (1, _) => {
+        (Some(Data::NoData), _) => None,
+        (Some(Data::Data32), _) => {
             ctx.write_u32(r.address, r.data as u32)?;
             Some(r.data & 0xFFFF_FFFF)
         }
-        (2, _) => {
+        (Some(Data::Data64), _) => {
             ctx.write_u64(r.address, r.data)?;
             Some(r.data)
         }
-        (3 | 4, _) => {
+        (Some(Data::GpuClockCounter | Data::SystemClockCounter), _) => {
             let t = ctx.gpu_clock();
             ctx.write_u64(r.address, t)?;
             Some(t)
         }
-        (5, _) if ctx.opcode() == Opcode::RELEASE_MEM => {
+        (Some(Data::Gds), _) if release_mem => {
             // DW_OFFSET [15:0] and NUM_DWORDS [31:16] of the DATA dword.
             let (offset, dwords) = ((r.data & 0xFFFF) as u32, ((r.data >> 16) & 0xFFFF) as u32);
             ctx.copy_gds_to_memory(u64::from(offset) * 4, dwords, r.address)?;
             None
         }
-        (7, _) if ctx.opcode() == Opcode::RELEASE_MEM => {
+        (Some(Data::AtomicAdd32), _) if release_mem => {
             let old = ctx.read_u32(r.address)?;
             let new = old.wrapping_add(r.data as u32);
             ctx.write_u32(r.address, new)?;
@@ -126,11 +119,12 @@ fn retire(ctx: &mut Ctx<'_>, r: &ReleaseMem, gds: GdsStore) -> Result<(), Pm4Err
             None
         }
     };
-    let interrupt = match (ctx.opcode(), r.int_sel) {
-        (Opcode::RELEASE_MEM, 1 | 2 | 4) => true,
-        (Opcode::RELEASE_MEM, 5) => ctx.read_u32(r.address)? == r.data as u32,
-        (Opcode::RELEASE_MEM, 6) => ctx.read_u64(r.address)? == r.data,
-        (Opcode::EVENT_WRITE_EOP, 1 | 2) => true,
+    use ReleaseIntSel as Int;
+    let interrupt = match (ctx.opcode(), ReleaseIntSel::from_wire(r.int_sel)) {
+        (Opcode::RELEASE_MEM, Some(Int::Interrupt | Int::InterruptAfterWriteConfirm | Int::IntCtxid)) => true,
+        (Opcode::RELEASE_MEM, Some(Int::IntCtxidIf32BitCompare)) => ctx.read_u32(r.address)? == r.data as u32,
+        (Opcode::RELEASE_MEM, Some(Int::IntCtxidIf64BitCompare)) => ctx.read_u64(r.address)? == r.data,
+        (Opcode::EVENT_WRITE_EOP, Some(Int::Interrupt | Int::InterruptAfterWriteConfirm)) => true,
         _ => false,
     };
     ctx.state.stats.fences += 1;
@@ -161,18 +155,20 @@ pub(crate) fn release(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
 /// COMMAND 0 (the GDS append count) is not defined well enough to emulate.
 pub(crate) fn event_write_eos(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
     let e = ctx.decode::<EventWriteEos>(body)?;
-    let gds = match e.command {
-        2 => GdsStore::None,
-        1 => GdsStore::Copy { offset: e.data & 0xFFFF, dwords: e.data >> 16 },
-        _ => GdsStore::NotEmulated,
+    let command = EosCommand::from_wire(e.command);
+    let gds = match command {
+        Some(EosCommand::StoreData) => GdsStore::None,
+        Some(EosCommand::StoreGdsData) => GdsStore::Copy { offset: e.data & 0xFFFF, dwords: e.data >> 16 },
+        Some(EosCommand::StoreGdsAppendCount) | None => GdsStore::NotEmulated,
     };
+    let data_sel = if command == Some(EosCommand::StoreData) { ReleaseDataSel::Data32 } else { ReleaseDataSel::Gds };
     let r = ReleaseMem {
         event_type: e.event_type,
         event_index: e.event_index,
         cache_control: 0,
         dst_sel: 0,
         int_sel: 0,
-        data_sel: if e.command == 2 { 1 } else { 5 },
+        data_sel: data_sel.wire(),
         address: e.address,
         data: u64::from(e.data),
         int_ctxid: 0,

@@ -52,7 +52,9 @@ pub(crate) fn unhandled_packet(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult
 /// false, doing nothing, when it does not.
 pub(crate) fn private_packet(ctx: &mut Ctx<'_>, body: &[u32]) -> bool {
     let header = ctx.header();
-    let Some(entry) = ctx.state.config.private_packets.classify(header, body) else { return false };
+    let Some(entry) = super::private_entry(&ctx.state.config.private_packets, ctx.state.queue, header, body) else {
+        return false;
+    };
     let packet = PrivatePacket {
         queue: ctx.state.queue,
         name: entry.name(),

@@ -19,7 +19,6 @@
 use crate::backend::{Flip, Marker};
 use crate::memory::address_from_dwords;
 use crate::processor::view::context::{Ctx, HandlerResult, Step};
-use crate::processor::view::is_pad;
 use crate::processor::{HostCommand, Pm4Error, HOST_COMMAND_SIGNATURE};
 
 /// A convention's handler: the NOP's body and its first dword.
@@ -47,9 +46,6 @@ pub fn convention_name(first_body_dword: u32) -> Option<&'static str> {
 }
 
 pub(crate) fn nop(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
-    if is_pad(ctx.header().0) {
-        return Ok(Step::Next);
-    }
     if super::private_packet(ctx, body) {
         return Ok(Step::Next);
     }

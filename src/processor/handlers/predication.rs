@@ -5,6 +5,7 @@
 //! ([`Step::Predicate`], [`Step::Move`]).
 
 use crate::packet::body::{CondExec, PredExec, SetPredication};
+use crate::packet::wire::PredicationOp;
 use crate::processor::view::context::{Ctx, HandlerResult, Step};
 use crate::processor::{Predication, SuspendReason};
 
@@ -14,9 +15,10 @@ pub(crate) fn set_predication(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult 
     let s = ctx.decode::<SetPredication>(body)?;
     let mut predication = ctx.predication();
     // The condition "visible / no overflow" for this packet's data.
-    let condition = match s.op {
-        0 => return Ok(ctx.predicate(Predication::default())),
-        1 => {
+    let op = PredicationOp::from_wire(s.op);
+    let condition = match op {
+        Some(PredicationOp::Clear) => return Ok(ctx.predicate(Predication::default())),
+        Some(PredicationOp::Zpass) => {
             let mut sum = 0u64;
             let mut ready = true;
             for rb in 0..u64::from(ctx.state.config.render_backends) {
@@ -43,15 +45,15 @@ pub(crate) fn set_predication(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult 
             }
             sum != 0
         }
-        2 => {
+        Some(PredicationOp::Primcount) => {
             let q = |i: u64| ctx.read_u64(s.address.wrapping_add(i * 8)).map(|v| v & !VALID);
             let (needed0, written0, needed1, written1) = (q(0)?, q(1)?, q(2)?, q(3)?);
             let overflow = needed1.wrapping_sub(needed0) != written1.wrapping_sub(written0);
             !overflow
         }
-        3 => ctx.read_u64(s.address)? != 0,
-        4 => ctx.read_u32(s.address)? != 0,
-        _ => {
+        Some(PredicationOp::Bool64) => ctx.read_u64(s.address)? != 0,
+        Some(PredicationOp::Bool32) => ctx.read_u32(s.address)? != 0,
+        None => {
             return Err(Box::new(ctx.body_err(crate::packet::body::BodyError::Invalid {
                 opcode: ctx.opcode(),
                 what: "PRED_OP is reserved",
@@ -61,7 +63,7 @@ pub(crate) fn set_predication(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult 
     // CONTINUE accumulates: visible if any block was visible (ZPASS), no
     // overflow only if no block overflowed (primitive count).
     let condition = if s.continue_bit {
-        if s.op == 2 {
+        if op == Some(PredicationOp::Primcount) {
             condition && predication.accumulated
         } else {
             condition || predication.accumulated

@@ -12,6 +12,7 @@ use crate::packet::body::{
     BodyError, ClearState, ContextControl, ContextRegRmw, LoadRegisters, LoadRegistersIndex, RegRmw,
     SetContextRegIndirect, SetQueueReg, SetRegisters, SetShRegOffset,
 };
+use crate::packet::wire::{ClearStateCmd, LoadIndex};
 use crate::packet::Opcode;
 use crate::processor::register_store::{write_register, write_run, CLEAR_STATE_PIECES};
 use crate::processor::view::context::{Ctx, HandlerResult, Step};
@@ -71,7 +72,7 @@ fn is_padding(offset: u32) -> bool {
 /// LOAD_SH/UCONFIG/CONTEXT_REG_INDEX.
 pub(crate) fn load_reg_index(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
     let load = ctx.decode::<LoadRegistersIndex>(body)?;
-    let address = if load.index == 1 {
+    let address = if LoadIndex::from_wire(load.index) == Some(LoadIndex::Offset) {
         ctx.state.bases.load_index.wrapping_add(u64::from(load.address_hi)) & crate::memory::ADDRESS_MASK
     } else {
         address_from_dwords(load.address_lo, load.address_hi & 0xFFFF, 2)
@@ -166,16 +167,17 @@ pub(crate) fn clear_state(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
     Ok(Step::Next)
 }
 
-/// CLEAR_STATE's effect for its CMD.
+/// CLEAR_STATE's effect for its CMD (an undefined one does nothing).
 fn run_clear_state(state: &mut ProcessorState, cmd: u32) {
-    if cmd == 1 || cmd == 3 {
-        push_context(state);
-    }
-    if cmd == 2 {
-        pop_context(state);
-    }
-    if cmd == 0 || cmd == 3 {
-        load_clear_state(state);
+    match ClearStateCmd::from_wire(cmd) {
+        Some(ClearStateCmd::ClearState) => load_clear_state(state),
+        Some(ClearStateCmd::PushState) => push_context(state),
+        Some(ClearStateCmd::PopState) => pop_context(state),
+        Some(ClearStateCmd::PushClearState) => {
+            push_context(state);
+            load_clear_state(state);
+        }
+        None => {}
     }
 }
 

@@ -3,6 +3,7 @@
 //! ([`Step::Suspend`]): the packet runs again when the queue resumes.
 
 use crate::packet::body::{MemSemaphore, PollTarget, Rewind, WaitRegMem};
+use crate::packet::wire::{SemaphoreSel, WaitOperation};
 use crate::processor::view::context::{Ctx, HandlerResult, Step};
 use crate::processor::{Pm4Error, SuspendReason};
 
@@ -10,8 +11,8 @@ pub(crate) fn wait_reg_mem(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
     let w = ctx.decode::<WaitRegMem>(body)?;
     // OPERATION 1 (write, wait, write): REFERENCE goes to the first register
     // before the second is polled.
-    let target = match (w.operation, w.target) {
-        (1, PollTarget::Register(first)) => {
+    let target = match (WaitOperation::from_wire(w.operation), w.target) {
+        (Some(WaitOperation::WrWaitWrReg), PollTarget::Register(first)) => {
             ctx.write_register(first, w.reference as u32);
             PollTarget::Register(w.write_register2)
         }
@@ -73,13 +74,13 @@ pub(crate) fn rewind(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
 pub(crate) fn mem_semaphore(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
     let s = ctx.decode::<MemSemaphore>(body)?;
     let value = ctx.read_u64(s.address)?;
-    match s.sem_sel {
-        6 => {
+    match SemaphoreSel::from_wire(s.sem_sel) {
+        Some(SemaphoreSel::Signal) => {
             let new = if s.write_one { 1 } else { value.wrapping_add(1) };
             ctx.write_u64(s.address, new)?;
             Ok(Step::Next)
         }
-        7 => {
+        Some(SemaphoreSel::Wait) => {
             if value == 0 {
                 Ok(ctx.suspend(SuspendReason::MemSemaphore { address: s.address }))
             } else {
@@ -87,7 +88,7 @@ pub(crate) fn mem_semaphore(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
                 Ok(Step::Next)
             }
         }
-        _ => Err(Box::new(ctx.body_err(crate::packet::body::BodyError::Invalid {
+        None => Err(Box::new(ctx.body_err(crate::packet::body::BodyError::Invalid {
             opcode: ctx.opcode(),
             what: "SEM_SEL is neither signal (6) nor wait (7)",
         }))),
