@@ -228,7 +228,8 @@ pub(super) fn run_view(words: &[u32], view: &mut View<'_, '_>) -> (usize, ViewSt
 /// - an error stops the stream; the packet is charged to the work budget
 ///   but not counted as run. A one-dword packet (COUNT 0x3FFF: no body,
 ///   packets.md §1.4) whose handler needs a body is no error: it is
-///   reported as not emulated and passed;
+///   reported as not emulated and passed (its handler's error, boxed, is
+///   the one allocation such a malformed packet costs);
 /// - a wait puts the cursor back on the packet (it runs again on resume)
 ///   and does not charge the work budget (a long wait must not end in
 ///   `WorkBudgetExhausted`);
