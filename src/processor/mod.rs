@@ -14,7 +14,7 @@
 //!   packets that are not type 3 or that predication skips;
 //! - `view`: the view loop over the prefetch window (pads and register runs
 //!   inline, one handler call for everything else) and `view::context`,
-//!   what a handler sees ([`Ctx`](view::context)) and answers;
+//!   what a handler sees (`Ctx`) and answers (`Step`);
 //! - `opcodes`: the dispatch declaration, one line per opcode, and the
 //!   table of each queue kind built from it;
 //! - `register_store`: every register store and what a write marks;

@@ -211,17 +211,66 @@ pub(crate) fn draw<const OP: u8>(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResu
     run_draw(ctx, body)
 }
 
-/// A draw packet's effect, from its decoded body.
+/// A draw packet's effect, from its decoded body: the direct forms (their
+/// counts in the packet, DRAW_INDEX_2, _AUTO, _OFFSET_2, _MULTI_AUTO)
+/// cannot fail; the indirect ones read their records from memory.
 #[inline(always)]
 fn run_draw(ctx: &mut Ctx<'_>, body: DrawBody) -> HandlerResult {
-    // The direct forms first: they cannot fail.
-    let body = match run_direct_draw(ctx, body) {
-        Ok(()) => return Ok(Step::Next),
-        Err(indirect) => indirect,
-    };
     ctx.state.stats.draws += 1;
     refresh_programs(ctx);
+    let direct = |count, first, index_buffer, initiator, instance_count| DrawArgs {
+        count,
+        instance_count,
+        first,
+        base_vertex: 0,
+        first_instance: 0,
+        draw_index: 0,
+        index_buffer,
+        initiator,
+        indirect_args: None,
+        mesh_groups: None,
+    };
+    let instances = |ctx: &Ctx<'_>| ctx.state.regs.get(r::VGT_NUM_INSTANCES);
     match body {
+        DrawBody::Index2 { max_size, index_base, index_count, initiator } => {
+            ctx.write_named_register::<{ r::VGT_DMA_MAX_SIZE }>(max_size);
+            ctx.write_named_register::<{ r::VGT_DMA_BASE }>(index_base as u32);
+            ctx.write_named_register::<{ r::VGT_DMA_BASE_HI }>((index_base >> 32) as u32);
+            ctx.write_named_register::<{ r::VGT_NUM_INDICES }>(index_count);
+            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
+            let ib = IndexBuffer { address: index_base, index_type: index_type(ctx), max_indices: max_size };
+            emit(ctx, direct(index_count, 0, Some(ib), initiator, instances(ctx)));
+        }
+        DrawBody::IndexAuto { index_count, initiator } => {
+            // USE_OPAQUE (§3.19): the vertex count is the stream-out filled
+            // size over the vertex stride (VERTEX_STRIDE is in dwords).
+            let count = if initiator & USE_OPAQUE != 0 {
+                let filled = ctx.state.regs.get(r::VGT_STRMOUT_DRAW_OPAQUE_BUFFER_FILLED_SIZE);
+                let stride_bytes = (ctx.state.regs.get(r::VGT_STRMOUT_DRAW_OPAQUE_VERTEX_STRIDE) & 0x1FF) * 4;
+                filled.checked_div(stride_bytes).unwrap_or(0)
+            } else {
+                index_count
+            };
+            ctx.write_named_register::<{ r::VGT_NUM_INDICES }>(count);
+            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
+            emit(ctx, direct(count, 0, None, initiator, instances(ctx)));
+        }
+        DrawBody::IndexOffset2 { max_size, index_offset, index_count, initiator } => {
+            ctx.write_named_register::<{ r::VGT_NUM_INDICES }>(index_count);
+            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
+            let t = index_type(ctx);
+            let ib = IndexBuffer {
+                address: ctx.state.index_base.wrapping_add(u64::from(index_offset) * index_size(t)) & ADDRESS_MASK,
+                index_type: t,
+                max_indices: max_size.saturating_sub(index_offset),
+            };
+            emit(ctx, direct(index_count, index_offset, Some(ib), initiator, instances(ctx)));
+        }
+        DrawBody::IndexMultiAuto { prim_count, initiator, index_offset, index_count, .. } => {
+            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
+            let count = prim_count.saturating_mul(index_count);
+            emit(ctx, direct(count, index_offset, None, initiator, instances(ctx)));
+        }
         DrawBody::Indirect {
             indexed,
             data_offset,
@@ -277,80 +326,8 @@ fn run_draw(ctx: &mut Ctx<'_>, body: DrawBody) -> HandlerResult {
                 indirect_draw(ctx, indexed, args, locs, i, initiator)?;
             }
         }
-        // Drawn by `run_direct_draw`.
-        DrawBody::Index2 { .. }
-        | DrawBody::IndexAuto { .. }
-        | DrawBody::IndexOffset2 { .. }
-        | DrawBody::IndexMultiAuto { .. } => {}
     }
     Ok(Step::Next)
-}
-
-/// The draws whose counts are in the packet (DRAW_INDEX_2, _AUTO,
-/// _OFFSET_2, _MULTI_AUTO): they cannot fail. Any other body (an indirect
-/// draw) is given back untouched, nothing done.
-#[inline(always)]
-fn run_direct_draw(ctx: &mut Ctx<'_>, body: DrawBody) -> Result<(), DrawBody> {
-    if matches!(body, DrawBody::Indirect { .. } | DrawBody::IndirectMulti { .. }) {
-        return Err(body);
-    }
-    ctx.state.stats.draws += 1;
-    refresh_programs(ctx);
-    let instances = ctx.state.regs.get(r::VGT_NUM_INSTANCES);
-    let direct = |count, first, index_buffer, initiator| DrawArgs {
-        count,
-        instance_count: instances,
-        first,
-        base_vertex: 0,
-        first_instance: 0,
-        draw_index: 0,
-        index_buffer,
-        initiator,
-        indirect_args: None,
-        mesh_groups: None,
-    };
-    match body {
-        DrawBody::Index2 { max_size, index_base, index_count, initiator } => {
-            ctx.write_named_register::<{ r::VGT_DMA_MAX_SIZE }>(max_size);
-            ctx.write_named_register::<{ r::VGT_DMA_BASE }>(index_base as u32);
-            ctx.write_named_register::<{ r::VGT_DMA_BASE_HI }>((index_base >> 32) as u32);
-            ctx.write_named_register::<{ r::VGT_NUM_INDICES }>(index_count);
-            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
-            let ib = IndexBuffer { address: index_base, index_type: index_type(ctx), max_indices: max_size };
-            emit(ctx, direct(index_count, 0, Some(ib), initiator));
-        }
-        DrawBody::IndexAuto { index_count, initiator } => {
-            // USE_OPAQUE (§3.19): the vertex count is the stream-out filled
-            // size over the vertex stride (VERTEX_STRIDE is in dwords).
-            let count = if initiator & USE_OPAQUE != 0 {
-                let filled = ctx.state.regs.get(r::VGT_STRMOUT_DRAW_OPAQUE_BUFFER_FILLED_SIZE);
-                let stride_bytes = (ctx.state.regs.get(r::VGT_STRMOUT_DRAW_OPAQUE_VERTEX_STRIDE) & 0x1FF) * 4;
-                filled.checked_div(stride_bytes).unwrap_or(0)
-            } else {
-                index_count
-            };
-            ctx.write_named_register::<{ r::VGT_NUM_INDICES }>(count);
-            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
-            emit(ctx, direct(count, 0, None, initiator));
-        }
-        DrawBody::IndexOffset2 { max_size, index_offset, index_count, initiator } => {
-            ctx.write_named_register::<{ r::VGT_NUM_INDICES }>(index_count);
-            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
-            let t = index_type(ctx);
-            let ib = IndexBuffer {
-                address: ctx.state.index_base.wrapping_add(u64::from(index_offset) * index_size(t)) & ADDRESS_MASK,
-                index_type: t,
-                max_indices: max_size.saturating_sub(index_offset),
-            };
-            emit(ctx, direct(index_count, index_offset, Some(ib), initiator));
-        }
-        DrawBody::IndexMultiAuto { prim_count, initiator, index_offset, index_count, .. } => {
-            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
-            emit(ctx, direct(prim_count.saturating_mul(index_count), index_offset, None, initiator));
-        }
-        DrawBody::Indirect { .. } | DrawBody::IndirectMulti { .. } => return Err(body),
-    }
-    Ok(())
 }
 
 /// Writes X, Y, Z to the SH registers from 0x2C00 + `loc` unless `loc` is 0.

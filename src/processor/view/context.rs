@@ -65,8 +65,9 @@ pub(super) enum Move {
 
 /// What a handler returns: the loop's next step, or the error that stops
 /// the stream. The error is boxed so that the common outcome comes back in
-/// registers; an error ends the stream, so its one allocation is never per
-/// packet.
+/// registers; an error ends the stream (or, the one-dword form of a packet
+/// that needs a body, is reported and passed), so its allocation is never
+/// per packet of a well-formed stream.
 pub(crate) type HandlerResult = Result<Step, Box<Pm4Error>>;
 
 /// A packet handler: the one signature of every entry of the opcode
