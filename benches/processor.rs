@@ -3,7 +3,7 @@
 //! Every figure is reported in the same run, so ratios to the floor are
 //! meaningful on a noisy machine.
 
-use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{black_box, criterion_group, Criterion, Throughput};
 use pm4core::backend::{NullBackend, QueueId};
 use pm4core::memory::{FlatMemory, GuestMemory, SparseMemory};
 use pm4core::packet::{Header, Opcode};
@@ -471,6 +471,46 @@ fn bench_replay_end_to_end(c: &mut Criterion) {
     );
 }
 
+/// The processor's run over one trace's flattened, repeated stream (as the
+/// `traces` group builds it), alone: what the instruction probe counts.
+#[inline(never)]
+fn probe_run(processor: &mut Processor, env: &mut Env<'_>, size: u32) {
+    processor.submit(FLAT_STREAM, size).unwrap();
+    black_box(processor.process(env).unwrap());
+}
+
+/// The instruction probe (`PM4_PROBE=<trace stem>`, instead of criterion):
+/// builds the trace's stream as [`bench_real_traces`] does, runs the
+/// processor over it once to warm it (pages written, window grown), then
+/// once more in [`probe_run`], and prints the packets and dwords of that
+/// run. Under callgrind, counting only [`probe_run`], the instructions per
+/// packet of the processor alone are exact and reproducible:
+///
+/// ```text
+/// cargo bench --bench processor --no-run
+/// PM4_PROBE=radv-frame valgrind --tool=callgrind --callgrind-out-file=/tmp/probe.out \
+///     --collect-atstart=no --toggle-collect='*probe_run*' target/release/deps/processor-<hash>
+/// callgrind_annotate /tmp/probe.out | grep 'PROGRAM TOTALS'   # Ir; divide by the packets printed
+/// ```
+fn probe(name: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("traces").join(format!("{name}.pm4t"));
+    let trace = Trace::read_file(&path).unwrap();
+    let mut memory = trace.build_memory().unwrap();
+    let (queue, flat) = flatten(&trace, &memory);
+    let copies = FLAT_DWORDS.div_ceil(flat.len());
+    let words: Vec<u32> = flat.iter().copied().cycle().take(flat.len() * copies).collect();
+    memory.map_dwords(FLAT_STREAM, &words).unwrap();
+    let packets = header_walk(&words);
+    let mut processor = Processor::new(queue);
+    let mut shaders = ShaderRegistry::default();
+    let mut env = Env { memory: &mut memory, backend: &mut NullBackend, shaders: &mut shaders };
+    processor.submit(FLAT_STREAM, words.len() as u32).unwrap();
+    assert_eq!(processor.process(&mut env), Ok(ProcessStatus::Completed));
+    probe_run(&mut processor, &mut env, words.len() as u32);
+    assert_eq!(processor.stats().packets, 2 * packets, "{name}: the processor decodes what the walk walks");
+    println!("{name}: packets {packets} dwords {}", words.len());
+}
+
 criterion_group!(
     benches,
     bench_streams,
@@ -479,4 +519,12 @@ criterion_group!(
     bench_replay_and_disasm,
     bench_replay_end_to_end
 );
-criterion_main!(benches);
+
+fn main() {
+    if let Ok(name) = std::env::var("PM4_PROBE") {
+        probe(&name);
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use crate::memory::{GuestMemory, MemoryError};
+use crate::packet::private::PrivatePacket;
 use crate::packet::{Header, Opcode, PacketLocation};
 use crate::regs::RegisterFile;
 use crate::shader::AgcShader;
@@ -393,6 +394,12 @@ pub trait Backend {
     fn marker(&mut self, queue: QueueId, marker: &Marker<'_>) {}
     /// A NOP with a registered host-command code ([`crate::processor::HostCommand::Custom`]).
     fn host_command(&mut self, queue: QueueId, code: u32, payload: &[u32]) {}
+    /// A packet the embedder's private-packet table matched
+    /// ([`crate::processor::ProcessorConfig::private_packets`]); the default
+    /// hands it on as a host command with its entry's code and payload.
+    fn private_packet(&mut self, packet: &PrivatePacket<'_>) {
+        self.host_command(packet.queue, packet.code, packet.payload);
+    }
     fn not_emulated(&mut self, packet: &NotEmulated) {}
     fn unknown_packet(&mut self, report: &UnknownPacket) {}
     /// An indirect buffer whose memory is not mapped, skipped because
@@ -503,6 +510,7 @@ pub enum Call<'a> {
     Flip(&'a Flip),
     Marker { queue: QueueId, marker: &'a Marker<'a> },
     HostCommand { queue: QueueId, code: u32, payload: &'a [u32] },
+    PrivatePacket(&'a PrivatePacket<'a>),
     NotEmulated(&'a NotEmulated),
     UnknownPacket(&'a UnknownPacket),
     SkippedIndirectBuffer { queue: QueueId, location: &'a PacketLocation, address: u64, size_dw: u32 },
@@ -536,6 +544,7 @@ impl Call<'_> {
             Call::Fence(f) => f.queue,
             Call::Flip(f) => f.queue,
             Call::NotEmulated(p) => p.queue,
+            Call::PrivatePacket(p) => p.queue,
             Call::UnknownPacket(r) => QueueId(r.queue),
             Call::GpuClock => return None,
         })
@@ -641,6 +650,10 @@ impl<T: Forward> Backend for T {
     fn host_command(&mut self, queue: QueueId, code: u32, payload: &[u32]) {
         self.forward(queue, |b| b.host_command(queue, code, payload));
         self.forwarded(Call::HostCommand { queue, code, payload });
+    }
+    fn private_packet(&mut self, packet: &PrivatePacket<'_>) {
+        self.forward(packet.queue, |b| b.private_packet(packet));
+        self.forwarded(Call::PrivatePacket(packet));
     }
     fn not_emulated(&mut self, packet: &NotEmulated) {
         self.forward(packet.queue, |b| b.not_emulated(packet));

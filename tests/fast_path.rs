@@ -1,19 +1,22 @@
-//! The processor loop's fast path (register writers, runs of pads,
-//! NUM_INSTANCES, direct draws, plain events, packets with no effect and
-//! DMA_DATA copies, fills and packets that move nothing run inside the
-//! view loop, and plain handlers, waits among them, run with no settling
-//! of the counts) against its general path (every packet through
-//! `run_one` and its handler, which `report_packets` forces): random
-//! streams of those packets, well formed or not, writing memory, the
-//! command buffer or nowhere mapped, cut into random slices under random
-//! work budgets, must have the same effects on both: the backend's calls,
-//! every register, the GPU-wide UCONFIG file, memory, the counts and each
+//! The processor loop's inline path (one-dword NOP pads, counted in runs,
+//! and SET_SH_REG / SET_CONTEXT_REG / SET_UCONFIG_REG runs stored in the
+//! view loop; every other packet calls its handler and goes on without
+//! settling the counts) against its general path (every packet through
+//! its handler, one at a time, which `report_packets` forces): random
+//! streams of register writers, pads, draws (multi-draws charging their
+//! sub-draws), events, releases, memory writes, fills, copies, waits,
+//! COND_EXEC skips, predication and NOPs (some of them an embedder's
+//! private packets), well formed or not, writing memory, the command
+//! buffer or nowhere mapped, cut into random slices under random work
+//! budgets, must have the same effects on both: the backend's calls, every
+//! register, the GPU-wide UCONFIG file, memory, the counts and each
 //! slice's result and cursor.
 
 use proptest::prelude::*;
 
 use pm4core::backend::{Call, Forward, QueueId, RecordingBackend};
 use pm4core::memory::SparseMemory;
+use pm4core::packet::private::{PrivatePacketEntry, PrivatePackets};
 use pm4core::packet::{Opcode, NOP_PAD};
 use pm4core::processor::{Env, ProcessStatus, Processor, ProcessorConfig};
 use pm4core::regs::gfx103 as r;
@@ -30,6 +33,8 @@ enum Packet {
     Type3(Opcode, bool, Vec<u32>),
     /// Any dword (a header of any type and count, or body-like data).
     Raw(u32),
+    /// Dwords as they are.
+    Words(Vec<u32>),
 }
 
 impl Packet {
@@ -42,6 +47,7 @@ impl Packet {
                 out.extend_from_slice(body);
             }
             Packet::Raw(dword) => out.push(*dword),
+            Packet::Words(words) => out.extend_from_slice(words),
         }
     }
 }
@@ -125,7 +131,64 @@ fn packet() -> impl Strategy<Value = Packet> {
             Packet::Type3(Opcode::SET_PREDICATION, false, vec![flags, SCRATCH as u32, (SCRATCH >> 32) as u32])
         }),
         3 => (predicate, memory_packet()).prop_map(|(p, (opcode, body))| Packet::Type3(opcode, p, body)),
+        2 => (predicate, moving_packet()).prop_map(|(p, (opcode, body))| Packet::Type3(opcode, p, body)),
+        2 => private_nop(),
         1 => any::<u32>().prop_map(Packet::Raw),
+    ]
+}
+
+/// The embedder's private NOPs the runs register: a code in header bits
+/// [7:2], or a signature in the first body dword.
+fn private_packets() -> PrivatePackets {
+    PrivatePackets::new([
+        PrivatePacketEntry::new("HEADER_CODE", 0x17).header(0xC000_FFFC, 0xC000_1000 | 0x17 << 2),
+        PrivatePacketEntry::new("SIGNED", 0x42).first_dword(0xFFFF_0000, 0x5249_0000),
+    ])
+}
+
+/// NOPs with a code in header bits [7:2] (one dword, or with a body) or a
+/// signed first dword: private packets or not, on both paths alike.
+fn private_nop() -> impl Strategy<Value = Packet> {
+    prop_oneof![
+        (prop::sample::select(vec![0x17u32, 0x05, 0x3F]), 0..3usize).prop_map(|(code, len)| {
+            let count = if len == 0 { 0x3FFF } else { len as u32 - 1 };
+            let mut words = vec![0xC000_1000 | count << 16 | code << 2];
+            words.extend(std::iter::repeat_n(code, len));
+            Packet::Words(words)
+        }),
+        (prop::sample::select(vec![0x5249_0001u32, 0x5249_FFFF, 0x5248_0000]), 0..3usize).prop_map(|(first, extra)| {
+            let mut body = vec![first];
+            body.extend(std::iter::repeat_n(7, extra));
+            Packet::Type3(Opcode::NOP, false, body)
+        }),
+    ]
+}
+
+/// Packets whose handler asks the loop for more than going on: COND_EXEC
+/// skipping dwords (the zeroed scratch region says skip; sometimes past
+/// the buffer's end), and multi-draws charging their sub-draws to the work
+/// budget (their records in the zeroed scratch region, after a SET_BASE
+/// of it; without one, their records are not mapped and they fail).
+fn moving_packet() -> impl Strategy<Value = (Opcode, Vec<u32>)> {
+    let lo_hi = |a: u64| [a as u32, (a >> 32) as u32];
+    prop_oneof![
+        (target(), 0..12u32).prop_map(move |(a, skip)| {
+            let mut body = lo_hi(a).to_vec();
+            body.extend([0, skip]);
+            (Opcode::COND_EXEC, body)
+        }),
+        Just((Opcode::SET_BASE, vec![1, SCRATCH as u32, (SCRATCH >> 32) as u32])),
+        (
+            prop::sample::select(vec![Opcode::DRAW_INDIRECT_MULTI, Opcode::DRAW_INDEX_INDIRECT_MULTI]),
+            0..6u32,
+            any::<bool>()
+        )
+            .prop_map(|(opcode, count, draw_index)| {
+                // DATA_OFFSET 0, no SGPR locations but DRAW_INDEX_LOC 0x20,
+                // COUNT, no count address, stride 16, initiator 2.
+                let enable = u32::from(draw_index) << 31;
+                (opcode, vec![0, 0, 0, 0x20 | enable, count, 0, 0, 16, 2])
+            }),
     ]
 }
 
@@ -292,6 +355,9 @@ impl Forward for Recorder {
                 .places
                 .push(format!("draw at {:?} changed={:#x} initiator={:#x}", d.location, d.changed, d.draw_initiator)),
             Call::Event(e) => self.places.push(format!("event at {:?}", e.location)),
+            Call::PrivatePacket(p) => {
+                self.places.push(format!("private {} {:#x} at {:?}", p.name, p.header.0, p.location))
+            }
             _ => {}
         }
     }
@@ -302,7 +368,12 @@ fn run(words: &[u32], general: bool, graphics: bool, slice: u64, work_budget: u6
     memory.map_dwords(COMMANDS, words).unwrap();
     memory.map_zeroed(SCRATCH, SCRATCH_SIZE).unwrap();
     let queue = if graphics { QueueId::GRAPHICS } else { QueueId::compute(0, 0).unwrap() };
-    let config = ProcessorConfig { report_packets: general, work_budget, ..ProcessorConfig::default() };
+    let config = ProcessorConfig {
+        report_packets: general,
+        work_budget,
+        private_packets: private_packets(),
+        ..ProcessorConfig::default()
+    };
     let mut processor = Processor::with_config(queue, config);
     let mut backend = Recorder::default();
     let shaders = ShaderRegistry::new();

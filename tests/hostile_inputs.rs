@@ -152,11 +152,15 @@ fn an_ib_whose_tail_is_unmapped_runs_up_to_the_hole() {
     let err = h.run(&Cmd::new().ib(0x8000, 16, false)).unwrap_err();
     assert_eq!(
         err,
-        Pm4Error::Memory {
+        Pm4Error::UnreadableHeader {
             location: at(0x8000, 16, 2),
-            opcode: Opcode::NOP,
             source: MemoryError::Unmapped { address: 0x8008, len: 4 },
         }
+    );
+    assert_eq!(err.kind(), "unreadable_header");
+    assert_eq!(
+        err.to_string(),
+        "packet header at 0x8008 (buffer 0x8000 + dword 2) is not readable: unmapped guest memory at 0x8008 (access of 4 bytes)"
     );
     assert_eq!(h.processor.stats().packets, 3, "the IB packet and the two mapped NOPs ran");
 }
@@ -169,9 +173,8 @@ fn an_ib_running_off_the_top_of_the_address_space_is_out_of_range() {
     let err = h.run(&Cmd::new().ib(top, 4, false)).unwrap_err();
     assert_eq!(
         err,
-        Pm4Error::Memory {
+        Pm4Error::UnreadableHeader {
             location: at(top, 4, 1),
-            opcode: Opcode::NOP,
             source: MemoryError::OutOfRange { address: ADDRESS_SPACE_END, len: 4 },
         }
     );
@@ -294,28 +297,31 @@ fn one_dword(op: Opcode) -> u32 {
 
 #[test]
 fn count_0x3fff_is_one_dword_for_every_opcode() {
-    // Opcodes whose body is required: the packet is malformed, naming the
-    // first body dword its decoder reads.
-    for (op, index) in [
-        (Opcode::WRITE_DATA, 0),
-        (Opcode::SET_CONTEXT_REG, 0),
-        (Opcode::SET_SH_REG, 0),
-        (Opcode::INDIRECT_BUFFER, 2),
-        (Opcode::DRAW_INDEX_AUTO, 0),
-        (Opcode::WAIT_REG_MEM, 0),
-        (Opcode::DMA_DATA, 0),
-        (Opcode::COND_EXEC, 0),
+    // Opcodes whose body is required: the one-dword form carries none of
+    // their operands; it is reported as not emulated and passed, and the
+    // next dword is the next header (packets.md §1.4).
+    for op in [
+        Opcode::WRITE_DATA,
+        Opcode::SET_CONTEXT_REG,
+        Opcode::SET_SH_REG,
+        Opcode::SET_UCONFIG_REG,
+        Opcode::INDIRECT_BUFFER,
+        Opcode::DRAW_INDEX_AUTO,
+        Opcode::WAIT_REG_MEM,
+        Opcode::DMA_DATA,
+        Opcode::COND_EXEC,
     ] {
         let mut h = Harness::new();
-        let err = h.run(&Cmd::new().raw(&[one_dword(op), NOP_PAD])).unwrap_err();
-        assert_eq!(
-            err,
-            Pm4Error::MalformedPacket {
-                location: at(0x1000, 2, 0),
-                source: BodyError::Missing { opcode: op, index, body_len: 0 }
-            },
-            "{op}"
-        );
+        let cmd = Cmd::new().raw(&[one_dword(op)]).write_mem(SCRATCH, &[op.0.into()]);
+        assert_eq!(h.run(&cmd), Ok(ProcessStatus::Completed), "{op}");
+        assert_eq!(h.read32(SCRATCH), u32::from(op.0));
+        assert_eq!(h.processor.stats().not_emulated_count(op), 1, "{op}");
+        // (The write after it is a WRITE_DATA too.)
+        let written = u64::from(op == Opcode::WRITE_DATA);
+        assert_eq!(h.processor.stats().opcode_count(op), 1 + written, "{op}");
+        assert_eq!(h.processor.stats().packets, 2);
+        assert_eq!(h.processor.stats().dwords, 1 + 5);
+        assert_eq!(h.log(), vec![format!("gfx not_emulated {op} at 0x1000")], "{op}");
     }
     // Opcodes that need no body, unknown and not-emulated ones: one dword,
     // and the next dword is the next header.
@@ -464,7 +470,7 @@ fn a_wait_with_the_reserved_function_never_passes() {
     for _ in 0..50 {
         assert_eq!(h.process(), Ok(ProcessStatus::Suspended(reason)));
     }
-    assert_eq!(h.processor.execution().packets, 0);
+    assert_eq!(h.processor.execution().packets(), 0);
     assert_eq!(h.processor.stats().waits, 51);
 }
 

@@ -1,14 +1,16 @@
 //! The hot loop allocates nothing per packet: a counting global allocator
 //! watches a full run over a mixed stream (register writes, draws,
-//! dispatches, memory writes, nested IBs, predication, events, releases).
+//! multi-draws, dispatches, memory writes, nested IBs, COND_EXEC skips,
+//! predication, events, releases and an embedder's private packets).
 
 mod common;
 
 use common::{Cmd, SCRATCH};
 use pm4core::backend::{NullBackend, QueueId};
 use pm4core::memory::SparseMemory;
+use pm4core::packet::private::{PrivatePacketEntry, PrivatePackets};
 use pm4core::packet::{Opcode, NOP_PAD};
-use pm4core::processor::{Env, ProcessStatus, Processor};
+use pm4core::processor::{Env, ProcessStatus, Processor, ProcessorConfig};
 use pm4core::regs::gfx103 as r;
 use pm4core::shader::ShaderRegistry;
 
@@ -39,6 +41,13 @@ fn frame() -> Cmd {
             .pkt3(Opcode::EVENT_WRITE, &[0x10 | (4 << 8)])
             .pkt3(Opcode::DISPATCH_DIRECT, &[1, 1, 1, 1])
             .raw(&[NOP_PAD, NOP_PAD])
+            // A private NOP (a code in header bits [7:2]), a multi-draw of
+            // two records, a COND_EXEC skipping the NOP after it.
+            .raw(&[0xC001_1000 | 0x17 << 2, i, i])
+            .pkt3(Opcode::SET_BASE, &[1, SCRATCH as u32 + 0xD00, 0])
+            .pkt3(Opcode::DRAW_INDIRECT_MULTI, &[0, 0, 0, 0, 2, 0, 0, 16, 2])
+            .pkt3(Opcode::COND_EXEC, &[SCRATCH as u32 + 0xF00, 0, 0, 2])
+            .pkt3(Opcode::NOP, &[0])
             .ib(0x8_0000, 8, false);
     }
     cmd.pkt3(Opcode::SET_PREDICATION, &[4 << 16 | 1 << 8, SCRATCH as u32 + 0x800, 0])
@@ -61,7 +70,9 @@ fn the_processor_loop_does_not_allocate_per_packet() {
     memory.map_dwords(0x8_0000, child.dwords()).unwrap();
     let mut backend = NullBackend;
     let mut shaders = ShaderRegistry::default();
-    let mut processor = Processor::new(QueueId::GRAPHICS);
+    let private = PrivatePackets::new([PrivatePacketEntry::new("EMU_FLIP", 0x17).header(0xC000_FFFC, 0xC000_105C)]);
+    let config = ProcessorConfig { private_packets: private, ..ProcessorConfig::default() };
+    let mut processor = Processor::with_config(QueueId::GRAPHICS, config);
     // Warm-up run: touches every copy-on-write page the stream writes.
     for round in 0..2 {
         processor.submit(0x1000, cmd.len()).unwrap();

@@ -125,7 +125,7 @@ fn clear_state_clears_pushes_and_pops_context() {
 #[test]
 fn context_control_keeps_the_enables() {
     let h = run(&Cmd::new().pkt3(Opcode::CONTEXT_CONTROL, &[0x8000_0001, 0x8000_0000]));
-    assert_eq!(h.processor.state().context_control, (0x8000_0001, 0x8000_0000));
+    assert_eq!(h.processor.state().context_control(), (0x8000_0001, 0x8000_0000));
 }
 
 #[test]
@@ -361,7 +361,7 @@ fn constant_engine_ram_counters_and_ordering() {
     assert_eq!(h.run(&de), Ok(ProcessStatus::Completed));
     assert_eq!((h.read32(SCRATCH), h.read32(SCRATCH + 4)), (0xC0FFEE, 0xBEEF));
     assert_eq!(h.read32(SCRATCH + 0x10), 0xC0FFEE);
-    assert_eq!((h.processor.state().ce_counter, h.processor.state().de_counter), (1, 1));
+    assert_eq!((h.processor.state().ce_counter(), h.processor.state().de_counter()), (1, 1));
 }
 
 #[test]
@@ -598,13 +598,13 @@ fn conditional_constant_engine_buffer_and_dump_increment() {
     let de = Cmd::new().pkt3(Opcode::INDIRECT_BUFFER_CONST, &cond).pkt3(Opcode::WAIT_ON_CE_COUNTER, &[0]);
     assert_eq!(h.run(&de), Ok(ProcessStatus::Completed));
     assert_eq!(h.read32(SCRATCH), 0xAB);
-    assert_eq!(h.processor.state().ce_counter, 1);
+    assert_eq!(h.processor.state().ce_counter(), 1);
 }
 
 #[test]
 fn set_queue_reg_keeps_the_queue_registers() {
     let mut h = Harness::with_config(QueueId::compute(1, 2).unwrap(), ProcessorConfig::default());
     assert_eq!(h.run(&Cmd::new().pkt3(Opcode::SET_QUEUE_REG, &[0x10, 7, 8])), Ok(ProcessStatus::Completed));
-    assert_eq!(&h.processor.state().queue_registers[0x10..0x12], &[7, 8]);
+    assert_eq!(&h.processor.state().queue_registers()[0x10..0x12], &[7, 8]);
     assert_eq!(h.processor.stats().not_emulated_count(Opcode::SET_QUEUE_REG), 0);
 }

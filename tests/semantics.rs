@@ -473,7 +473,7 @@ fn task_dispatches_reach_the_backend_as_dispatches_counted_once() {
     );
     let user: Vec<u32> = (0..4).map(|i| h.reg(r::COMPUTE_USER_DATA_0 + i)).collect();
     assert_eq!(user, [2, 2, 1, 1]);
-    assert_eq!(h.processor.state().task_control_buffer, 0x12_1234_5600);
+    assert_eq!(h.processor.state().task_control_buffer(), 0x12_1234_5600);
     assert_eq!(h.processor.stats().dispatches, 2, "a multi packet counts once");
 }
 

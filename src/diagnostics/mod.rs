@@ -17,7 +17,6 @@ use std::ops::ControlFlow;
 use crate::backend::QueueId;
 use crate::memory::GuestMemory;
 use crate::packet::{Header, PacketLocation, PacketType};
-use crate::processor::tables::OpcodeEntry;
 use crate::processor::{Processor, SuspendReason};
 use crate::regs::{self, RegisterFile};
 
@@ -146,8 +145,8 @@ impl RegisterShadow {
         let header = packet.header;
         let run = match header.packet_type() {
             PacketType::Type0 | PacketType::Type1 => Some((header.type0_base(), regs::space::END, 0)),
-            PacketType::Type3 => match crate::processor::tables::OPCODE_TABLE.get(header.opcode().0 as usize) {
-                Some(OpcodeEntry::SetRegisters { base, size }) => Some((*base, *size, 1)),
+            PacketType::Type3 => match header.opcode() {
+                op if op.writes_register_run() => op.register_space().map(|space| (space.base, space.size, 1)),
                 _ => None,
             },
             PacketType::Type2 => None,

@@ -56,6 +56,7 @@ pub use fields::{decode_fields, event_name, packet_name, packet_name_on, registe
 
 use crate::memory::{GuestMemory, SparseMemory, ADDRESS_SPACE_END};
 use crate::packet::body::IndirectBufferForm;
+use crate::packet::private::PrivatePackets;
 use crate::packet::reader::{DwordSource, FrameError, FrameErrorKind, MemorySource, PacketReader};
 use crate::packet::{Header, Opcode, Packet, PacketLocation, PacketType};
 use crate::regs::db::GpuFamily;
@@ -83,11 +84,22 @@ pub struct DisasmOptions {
     pub max_packets: u64,
     /// Raw dwords per text line; longer packets wrap onto continuation lines.
     pub dwords_per_line: usize,
+    /// The embedder's private packets: a packet the table matches is named
+    /// by its entry (as `ProcessorConfig::private_packets` runs it), its
+    /// body not decoded.
+    pub private_packets: PrivatePackets,
 }
 
 impl Default for DisasmOptions {
     fn default() -> Self {
-        DisasmOptions { family: None, follow_ibs: true, max_depth: 16, max_packets: 1 << 20, dwords_per_line: 8 }
+        DisasmOptions {
+            family: None,
+            follow_ibs: true,
+            max_depth: 16,
+            max_packets: 1 << 20,
+            dwords_per_line: 8,
+            private_packets: PrivatePackets::default(),
+        }
     }
 }
 
@@ -731,15 +743,19 @@ impl Walker<'_, '_, '_> {
         if let Some(count) = count {
             *count += 1;
         }
+        let body = dwords.get(1..).unwrap_or(&[]);
+        let queue = crate::backend::QueueId(self.queue);
+        let private = crate::processor::private_entry(&self.options.private_packets, queue, header, body);
+        let private = private.filter(|_| problem.is_none()).map(|entry| entry.name());
         let (decode, sink) = match &mut self.sink {
-            Sink::Text(text) => return text.packet(address, depth, dwords, location, problem),
+            Sink::Text(text) => return text.packet(address, depth, dwords, location, problem, private),
             Sink::Events { decode, sink } => (*decode, sink),
         };
         let mut problem = problem.map(str::to_owned);
-        let name = packet_name_on(self.family, header);
+        let name = private.map_or_else(|| packet_name_on(self.family, header), str::to_owned);
         let type3 = header.packet_type() == PacketType::Type3;
         let mut fields = Vec::new();
-        if decode && problem.is_none() {
+        if decode && problem.is_none() && private.is_none() {
             let body = dwords.get(1..).unwrap_or(&[]);
             let packet = Packet { header, body, location };
             match decode_fields(self.family, &packet) {

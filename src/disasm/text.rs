@@ -104,7 +104,8 @@ impl<'o> TextWriter<'o> {
     }
 
     /// One packet: its line, continuation lines of raw dwords, a line per
-    /// register written or bitfield decoded, and its problem.
+    /// register written or bitfield decoded, and its problem. A private
+    /// packet is named `private` and its body is not decoded.
     pub(crate) fn packet(
         &mut self,
         address: u64,
@@ -112,6 +113,7 @@ impl<'o> TextWriter<'o> {
         dwords: &[u32],
         location: PacketLocation,
         problem: Option<&str>,
+        private: Option<&str>,
     ) {
         let header = Header(dwords.first().copied().unwrap_or(0));
         let body = dwords.get(1..).unwrap_or(&[]);
@@ -138,7 +140,7 @@ impl<'o> TextWriter<'o> {
             PacketType::Type0 => self.put(b"TYPE0"),
             PacketType::Type1 => self.put(b"TYPE1"),
             PacketType::Type2 => self.put(b"TYPE2"),
-            PacketType::Type3 => match header.opcode().name_on(self.family) {
+            PacketType::Type3 => match private.or(header.opcode().name_on(self.family)) {
                 Some(name) => self.put(name.as_bytes()),
                 None => {
                     self.put(b"UNKNOWN_");
@@ -158,7 +160,7 @@ impl<'o> TextWriter<'o> {
         let mut registers: Option<(u32, &[u32])> = None;
         let mut fields: Vec<BodyField<'_>> = recycle(std::mem::take(&mut self.scratch));
         let mut decode_problem: Option<String> = None;
-        if problem.is_none() {
+        if problem.is_none() && private.is_none() {
             match header.packet_type() {
                 PacketType::Type0 => registers = Some((header.type0_base(), body)),
                 PacketType::Type1 | PacketType::Type2 => {}

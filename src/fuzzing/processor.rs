@@ -125,6 +125,7 @@ pub fn processor(data: &[u8]) -> Outcome {
         gds_bytes: crate::processor::DEFAULT_GDS_BYTES,
         skip_unmapped_ibs: schedule & 0x80 != 0,
         family: crate::regs::db::GpuFamily::Gfx103,
+        private_packets: Default::default(),
     };
     let queue = if config_bits & 0x20 != 0 { QueueId(1) } else { QueueId::GRAPHICS };
     let size_dw = if config_bits & 0x80 != 0 { u32::from(asked_dw) } else { (cmd.len() / 4) as u32 };

@@ -7,7 +7,10 @@ pub mod body;
 pub mod builder;
 pub mod field;
 pub mod opcode;
+pub mod private;
 pub mod reader;
+#[rustfmt::skip]
+pub mod wire;
 
 pub use opcode::Opcode;
 

@@ -33,6 +33,14 @@ pub enum Pm4Error {
     /// A type-1 header (not defined for GCN/RDNA streams).
     #[error("type-1 header {header:#010x} at {location}")]
     Type1Header { location: PacketLocation, header: u32 },
+    /// A packet's header could not be read (the buffer, or its tail past
+    /// the dwords that could be read, is not mapped).
+    #[error("packet header at {location} is not readable: {source}")]
+    UnreadableHeader {
+        location: PacketLocation,
+        #[source]
+        source: MemoryError,
+    },
     /// A body too short for its layout, or a field with a forbidden value.
     #[error("malformed packet at {location}: {source}")]
     MalformedPacket {
@@ -72,7 +80,7 @@ impl Pm4Error {
             FrameErrorKind::Overrun { header, length_dw, remaining_dw } => {
                 Pm4Error::PacketOverrun { location, header, length_dw, remaining_dw }
             }
-            FrameErrorKind::Unreadable(source) => Pm4Error::Memory { location, opcode: Opcode::NOP, source },
+            FrameErrorKind::Unreadable(source) => Pm4Error::UnreadableHeader { location, source },
         }
     }
 
@@ -83,6 +91,7 @@ impl Pm4Error {
             Pm4Error::Gds { .. } => "gds",
             Pm4Error::PacketOverrun { .. } => "packet_overrun",
             Pm4Error::Type1Header { .. } => "type1_header",
+            Pm4Error::UnreadableHeader { .. } => "unreadable_header",
             Pm4Error::MalformedPacket { .. } => "malformed_packet",
             Pm4Error::IbStackOverflow { .. } => "ib_stack_overflow",
             Pm4Error::WorkBudgetExhausted { .. } => "work_budget_exhausted",
@@ -100,6 +109,7 @@ impl Pm4Error {
             | Pm4Error::Gds { location, .. }
             | Pm4Error::PacketOverrun { location, .. }
             | Pm4Error::Type1Header { location, .. }
+            | Pm4Error::UnreadableHeader { location, .. }
             | Pm4Error::MalformedPacket { location, .. }
             | Pm4Error::IbStackOverflow { location, .. }
             | Pm4Error::WorkBudgetExhausted { location, .. }

@@ -131,7 +131,9 @@ pub struct Predication {
     pub not_final: bool,
 }
 
-/// A resumable execution of one submission.
+/// A resumable execution of one submission: its IB stack, predication,
+/// why it is suspended and the packets it ran. The processor's loop is the
+/// one thing that changes it; the host reads it.
 #[derive(Clone, Debug)]
 pub struct Pm4Execution {
     /// The indirect-buffer stack; the last cursor is the current one.
@@ -139,30 +141,18 @@ pub struct Pm4Execution {
     /// Most buffers that may be on the stack at once.
     max_depth: usize,
     /// Predication state.
-    pub predication: Predication,
+    pub(crate) predication: Predication,
     /// Why the execution is suspended, if it is.
-    pub suspended: Option<SuspendReason>,
+    pub(crate) suspended: Option<SuspendReason>,
     /// Packets executed or skipped in this submission (the work budget).
-    pub packets: u64,
-    /// Counts every change of the stack or of a cursor made through these
-    /// methods (start, reset, push, chain, pop, `top_mut`): the loop
-    /// compares it around a handler to see whether the handler moved the
-    /// cursor, instead of comparing the stack.
-    moves: u64,
+    pub(crate) packets: u64,
 }
 
 impl Pm4Execution {
     /// An idle execution allowing `max_depth` nested buffers.
     pub fn new(max_depth: usize) -> Self {
         let max_depth = max_depth.max(1);
-        Self {
-            stack: Vec::new(),
-            max_depth,
-            predication: Predication::default(),
-            suspended: None,
-            packets: 0,
-            moves: 0,
-        }
+        Self { stack: Vec::new(), max_depth, predication: Predication::default(), suspended: None, packets: 0 }
     }
 
     /// True when there is nothing left to run.
@@ -170,8 +160,25 @@ impl Pm4Execution {
         self.stack.is_empty()
     }
 
+    /// Predication as the stream has it.
+    pub fn predication(&self) -> Predication {
+        self.predication
+    }
+
+    /// Why the execution is suspended, if it is.
+    pub fn suspended(&self) -> Option<SuspendReason> {
+        self.suspended
+    }
+
+    /// Packets executed or skipped in this submission, charged to its work
+    /// budget (sub-draws of multi-draw packets included; a wait's attempts
+    /// are not).
+    pub fn packets(&self) -> u64 {
+        self.packets
+    }
+
     /// Starts a submission (the root buffer).
-    pub fn start(&mut self, buffer: u64, size_dw: u32) {
+    pub(crate) fn start(&mut self, buffer: u64, size_dw: u32) {
         // Reserved once, on the first submission: pushes never allocate.
         if self.stack.capacity() < self.max_depth {
             self.stack.reserve_exact(self.max_depth);
@@ -180,23 +187,13 @@ impl Pm4Execution {
         self.stack.push(Cursor::new(buffer, size_dw));
         self.suspended = None;
         self.packets = 0;
-        self.moves += 1;
     }
 
     /// Drops whatever is running.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.stack.clear();
         self.suspended = None;
         self.packets = 0;
-        self.moves += 1;
-    }
-
-    /// How many times the stack or a cursor was changed through this
-    /// type's methods (see the field): equal before and after a handler
-    /// means the handler left the cursor where the loop put it.
-    #[inline]
-    pub(crate) fn moves(&self) -> u64 {
-        self.moves
     }
 
     /// The IB stack, outermost first.
@@ -220,13 +217,6 @@ impl Pm4Execution {
         self.stack.last()
     }
 
-    /// The current cursor, mutably.
-    #[inline]
-    pub fn top_mut(&mut self) -> Option<&mut Cursor> {
-        self.moves += 1;
-        self.stack.last_mut()
-    }
-
     /// Cursor at `depth` (0 = root), mutably.
     #[inline]
     pub(crate) fn at_mut(&mut self, depth: usize) -> Option<&mut Cursor> {
@@ -235,32 +225,29 @@ impl Pm4Execution {
 
     /// Calls into a buffer; `false` when the stack is full. Never allocates:
     /// the stack's capacity is reserved by [`Self::start`].
-    pub fn push(&mut self, buffer: u64, size_dw: u32) -> bool {
+    pub(crate) fn push(&mut self, buffer: u64, size_dw: u32) -> bool {
         if self.stack.len() >= self.max_depth {
             return false;
         }
         self.stack.push(Cursor::new(buffer, size_dw));
-        self.moves += 1;
         true
     }
 
     /// Jumps: the current buffer is replaced (CHAIN).
-    pub fn chain(&mut self, buffer: u64, size_dw: u32) {
+    pub(crate) fn chain(&mut self, buffer: u64, size_dw: u32) {
         if let Some(top) = self.stack.last_mut() {
             *top = Cursor::new(buffer, size_dw);
         }
-        self.moves += 1;
     }
 
     /// Pops finished buffers; returns false when the stack is empty.
     #[inline]
-    pub fn pop_finished(&mut self) -> bool {
+    pub(crate) fn pop_finished(&mut self) -> bool {
         while let Some(top) = self.stack.last() {
             if top.offset_dw < top.size_dw {
                 return true;
             }
             self.stack.pop();
-            self.moves += 1;
         }
         false
     }

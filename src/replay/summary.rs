@@ -97,7 +97,7 @@ impl ReplayErrorKind {
     /// The kind of a processor error.
     pub fn of(e: &Pm4Error) -> Self {
         match e {
-            Pm4Error::Memory { .. } => Self::Memory,
+            Pm4Error::Memory { .. } | Pm4Error::UnreadableHeader { .. } => Self::Memory,
             Pm4Error::PacketOverrun { .. } => Self::PacketOverrun,
             Pm4Error::Type1Header { .. } => Self::Type1Header,
             Pm4Error::MalformedPacket { .. } => Self::MalformedPacket,

@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+pub mod pkt3;
 mod stages;
 
 /// Path of the generated file, relative to the workspace root.
@@ -103,29 +104,42 @@ pub fn generate(root: &Path) -> Result<String, Error> {
     render(&Sources::load(root)?)
 }
 
-/// Result of comparing the committed generated file with a fresh rendering.
+/// Result of comparing the committed generated files with fresh renderings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CheckOutcome {
-    /// The committed file equals the rendering.
+    /// Every committed file equals its rendering.
     Current,
-    /// The committed file differs; `first_difference` is the 1-based line
+    /// A committed file differs; `first_difference` is the 1-based line
     /// number of the first line that differs.
     Stale {
+        /// The file, relative to the workspace root.
+        file: &'static str,
         /// First differing line (1-based).
         first_difference: usize,
     },
-    /// The generated file does not exist.
-    Missing,
+    /// A generated file does not exist.
+    Missing {
+        /// The file, relative to the workspace root.
+        file: &'static str,
+    },
 }
 
-/// Renders the tables in memory and compares them with the committed file
-/// below `root` (line endings normalised, so a CRLF checkout still passes).
+/// Renders the tables in memory and compares them with the committed files
+/// below `root` (line endings normalised, so a CRLF checkout still passes):
+/// [`GENERATED_FILE`], then the wire codes ([`pkt3::WIRE_FILE`]).
 pub fn check(root: &Path) -> Result<CheckOutcome, Error> {
-    let expected = generate(root)?;
-    let path = root.join(GENERATED_FILE);
+    match check_file(root, GENERATED_FILE, &generate(root)?)? {
+        CheckOutcome::Current => pkt3::check(root),
+        stale => Ok(stale),
+    }
+}
+
+/// Compares `expected` with the committed file `file` below `root`.
+pub(crate) fn check_file(root: &Path, file: &'static str, expected: &str) -> Result<CheckOutcome, Error> {
+    let path = root.join(file);
     let committed = match std::fs::read_to_string(&path) {
         Ok(text) => text.replace("\r\n", "\n"),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(CheckOutcome::Missing),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(CheckOutcome::Missing { file }),
         Err(e) => return Err(Error::new(format!("cannot read {}: {e}", path.display()))),
     };
     if committed == expected {
@@ -140,15 +154,27 @@ pub fn check(root: &Path) -> Result<CheckOutcome, Error> {
         }
         line += 1;
     }
-    Ok(CheckOutcome::Stale { first_difference: line })
+    Ok(CheckOutcome::Stale { file, first_difference: line })
 }
 
-/// Writes the rendering to the generated file below `root` unless it is
-/// already identical (so an unchanged file keeps its timestamp). Returns
-/// whether the file was written.
-pub fn regenerate(root: &Path) -> Result<bool, Error> {
-    let text = generate(root)?;
-    let path = root.join(GENERATED_FILE);
+/// Writes the renderings to the generated files below `root`, each unless
+/// it is already identical (so an unchanged file keeps its timestamp).
+/// Returns the files written.
+pub fn regenerate(root: &Path) -> Result<Vec<&'static str>, Error> {
+    let mut written = Vec::new();
+    if write_file_if_changed(root, GENERATED_FILE, &generate(root)?)? {
+        written.push(GENERATED_FILE);
+    }
+    if pkt3::regenerate(root)? {
+        written.push(pkt3::WIRE_FILE);
+    }
+    Ok(written)
+}
+
+/// Writes `text` to `file` below `root` unless it already holds it;
+/// whether it wrote.
+pub(crate) fn write_file_if_changed(root: &Path, file: &str, text: &str) -> Result<bool, Error> {
+    let path = root.join(file);
     if let Ok(old) = std::fs::read_to_string(&path) {
         if old == text {
             return Ok(false);

@@ -1,18 +1,20 @@
 //! `cargo run -p xtask -- <task>`: project tasks for pm4core.
 //!
 //! Tasks:
-//! - `regen`: rewrite `src/regs/generated.rs` from `registers/*.json`;
-//! - `regen --check`: render in memory and fail if the committed file differs;
+//! - `regen`: rewrite `src/regs/generated.rs` and `src/packet/wire.rs` from
+//!   `registers/*.json`;
+//! - `regen --check`: render in memory and fail if a committed file differs;
 //! - `frame`: write the corpus frame source `traces/corpus/frame.pm4`.
 
 use std::process::ExitCode;
 
+use xtask::pkt3::WIRE_FILE;
 use xtask::{CheckOutcome, GENERATED_FILE};
 
 const USAGE: &str = "usage: cargo run -p xtask -- TASK\n\
     \n\
-    regen          rewrite src/regs/generated.rs from registers/*.json\n\
-    regen --check  exit non-zero if the committed src/regs/generated.rs is stale\n\
+    regen          rewrite src/regs/generated.rs and src/packet/wire.rs from registers/*.json\n\
+    regen --check  exit non-zero if a committed generated file is stale\n\
     frame          write the corpus frame source traces/corpus/frame.pm4\n\
     help           print this";
 
@@ -22,12 +24,14 @@ fn main() -> ExitCode {
     let root = xtask::workspace_root();
     match args.as_slice() {
         ["regen"] => match xtask::regenerate(&root) {
-            Ok(true) => {
-                println!("wrote {GENERATED_FILE}");
+            Ok(written) if written.is_empty() => {
+                println!("the generated files are already up to date");
                 ExitCode::SUCCESS
             }
-            Ok(false) => {
-                println!("{GENERATED_FILE} is already up to date");
+            Ok(written) => {
+                for file in written {
+                    println!("wrote {file}");
+                }
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -37,20 +41,20 @@ fn main() -> ExitCode {
         },
         ["regen", "--check"] => match xtask::check(&root) {
             Ok(CheckOutcome::Current) => {
-                println!("{GENERATED_FILE} is up to date with registers/*.json");
+                println!("{GENERATED_FILE} and {WIRE_FILE} are up to date with registers/*.json");
                 ExitCode::SUCCESS
             }
-            Ok(CheckOutcome::Stale { first_difference }) => {
+            Ok(CheckOutcome::Stale { file, first_difference }) => {
                 eprintln!(
-                    "error: {GENERATED_FILE} is out of date with registers/*.json \
+                    "error: {file} is out of date with registers/*.json \
                      (first difference at line {first_difference}).\n\
                      Run `cargo run -p xtask -- regen` and commit the result."
                 );
                 ExitCode::FAILURE
             }
-            Ok(CheckOutcome::Missing) => {
+            Ok(CheckOutcome::Missing { file }) => {
                 eprintln!(
-                    "error: {GENERATED_FILE} does not exist.\n\
+                    "error: {file} does not exist.\n\
                      Run `cargo run -p xtask -- regen` and commit the result."
                 );
                 ExitCode::FAILURE

@@ -20,18 +20,14 @@ pub struct SetRegisters<'a> {
 }
 
 impl<'a> SetRegisters<'a> {
-    /// Writes `values` from absolute register `register` on, with the opcode
-    /// of the register's space (`None` when no plain writer reaches it).
+    /// Writes `values` from absolute register `register` on, with the plain
+    /// writer of the register's space (the first in opcode order: the form
+    /// without _INDEX; `None` when no plain writer reaches it). The spaces
+    /// are [`Opcode::register_space`]'s.
     pub fn at(register: u32, values: &'a [u32]) -> Option<Self> {
-        let (opcode, space) = [
-            (Opcode::SET_CONFIG_REG, RegisterSpace::CONFIG),
-            (Opcode::SET_SH_REG, RegisterSpace::SH),
-            (Opcode::SET_CONTEXT_REG, RegisterSpace::CONTEXT),
-            (Opcode::SET_UCONFIG_REG, RegisterSpace::UCONFIG),
-        ]
-        .into_iter()
-        .find(|(_, space)| space.offset_of(register).is_some())?;
-        let offset = space.offset_of(register)?;
+        let (opcode, offset) = Opcode::all_named()
+            .filter(|op| op.writes_register_run())
+            .find_map(|op| Some((op, op.register_space()?.offset_of(register)?)))?;
         Some(SetRegisters { opcode, offset, index: 0, values })
     }
 

@@ -7,8 +7,8 @@
 use crate::packet::body::{
     BodyError, DumpConstRam, IncrementCeCounter, LoadConstRam, WaitOnDeCounterDiff, WriteConstRam,
 };
-use crate::packet::{Opcode, Packet};
-use crate::processor::context::{Ctx, Flow, HandlerResult};
+use crate::packet::Opcode;
+use crate::processor::view::context::{Ctx, HandlerResult, Step};
 use crate::processor::{Pm4Error, SuspendReason, CE_RAM_BYTES};
 
 fn ram_range(ctx: &mut Ctx<'_>, offset: u32, bytes: u64) -> Result<std::ops::Range<usize>, Pm4Error> {
@@ -18,23 +18,23 @@ fn ram_range(ctx: &mut Ctx<'_>, offset: u32, bytes: u64) -> Result<std::ops::Ran
     let start = offset as usize;
     match usize::try_from(bytes).ok().and_then(|b| start.checked_add(b)) {
         Some(end) if end <= CE_RAM_BYTES => Ok(start..end),
-        _ => Err(ctx.body_err(BodyError::Invalid { opcode: ctx.opcode, what: "CE RAM range past 48 KiB" })),
+        _ => Err(ctx.body_err(BodyError::Invalid { opcode: ctx.opcode(), what: "CE RAM range past 48 KiB" })),
     }
 }
 
-pub(crate) fn write_const_ram(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let WriteConstRam { offset, data } = ctx.decode(p)?;
+pub(crate) fn write_const_ram(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let WriteConstRam { offset, data } = ctx.decode(body)?;
     let range = ram_range(ctx, offset, data.len() as u64 * 4)?;
     if let Some(ram) = ctx.state.ce_ram.get_mut(range) {
         for (slot, v) in ram.chunks_exact_mut(4).zip(data) {
             slot.copy_from_slice(&v.to_le_bytes());
         }
     }
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
-pub(crate) fn load_const_ram(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let LoadConstRam { address, num_dwords, start } = ctx.decode(p)?;
+pub(crate) fn load_const_ram(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let LoadConstRam { address, num_dwords, start } = ctx.decode(body)?;
     let range = ram_range(ctx, start, u64::from(num_dwords) * 4)?;
     let memory = &ctx.memory;
     let result = match ctx.state.ce_ram.get_mut(range) {
@@ -42,13 +42,13 @@ pub(crate) fn load_const_ram(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult
         None => Ok(()),
     };
     result.map_err(|e| ctx.mem_err(e))?;
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
 /// DUMP_CONST_RAM and DUMP_CONST_RAM_OFFSET: CE RAM → memory; with
 /// INCREMENT_CE set the CE counter is bumped after the dump.
-pub(crate) fn dump_const_ram(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let dump = ctx.decode::<DumpConstRam>(p)?;
+pub(crate) fn dump_const_ram(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let dump = ctx.decode::<DumpConstRam>(body)?;
     let address = if dump.opcode == Opcode::DUMP_CONST_RAM_OFFSET {
         ctx.state.bases.ce_dst.wrapping_add(dump.destination) & crate::memory::ADDRESS_MASK
     } else {
@@ -64,28 +64,28 @@ pub(crate) fn dump_const_ram(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult
     if dump.increment_ce {
         ctx.state.ce_counter = ctx.state.ce_counter.wrapping_add(1);
     }
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
-pub(crate) fn increment_ce_counter(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let sel = ctx.decode::<IncrementCeCounter>(p)?.select;
+pub(crate) fn increment_ce_counter(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let sel = ctx.decode::<IncrementCeCounter>(body)?.select;
     if sel & 1 != 0 || sel == 0 {
         ctx.state.ce_counter = ctx.state.ce_counter.wrapping_add(1);
     }
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
-pub(crate) fn increment_de_counter(ctx: &mut Ctx<'_>, _: &Packet<'_>) -> HandlerResult {
+pub(crate) fn increment_de_counter(ctx: &mut Ctx<'_>, _: &[u32]) -> HandlerResult {
     ctx.state.de_counter = ctx.state.de_counter.wrapping_add(1);
-    Ok(Flow::RunConstantEngine)
+    Ok(Step::RunConstantEngine)
 }
 
 /// WAIT_ON_CE_COUNTER: the drawing engine waits until the CE counter is
 /// ahead of the DE counter.
-pub(crate) fn wait_on_ce_counter(ctx: &mut Ctx<'_>, _: &Packet<'_>) -> HandlerResult {
+pub(crate) fn wait_on_ce_counter(ctx: &mut Ctx<'_>, _: &[u32]) -> HandlerResult {
     let (ce, de) = (ctx.state.ce_counter, ctx.state.de_counter);
     if ce.wrapping_sub(de) as i32 > 0 {
-        Ok(Flow::Continue)
+        Ok(Step::Next)
     } else {
         Ok(ctx.suspend(SuspendReason::WaitOnCeCounter { ce, de }))
     }
@@ -93,12 +93,12 @@ pub(crate) fn wait_on_ce_counter(ctx: &mut Ctx<'_>, _: &Packet<'_>) -> HandlerRe
 
 /// WAIT_ON_DE_COUNTER_DIFF: the constant engine waits while it is `diff`
 /// or more ahead of the drawing engine.
-pub(crate) fn wait_on_de_counter_diff(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let diff = ctx.decode::<WaitOnDeCounterDiff>(p)?.diff;
+pub(crate) fn wait_on_de_counter_diff(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let diff = ctx.decode::<WaitOnDeCounterDiff>(body)?.diff;
     let (ce, de) = (ctx.state.ce_counter, ctx.state.de_counter);
     if ce.wrapping_sub(de) >= diff {
         Ok(ctx.suspend(SuspendReason::WaitOnDeCounterDiff { ce, de, diff }))
     } else {
-        Ok(Flow::Continue)
+        Ok(Step::Next)
     }
 }

@@ -8,9 +8,8 @@ use crate::packet::body::{
     DispatchDirect, DispatchIndirect, DispatchTaskStateInit, DispatchTaskmeshDirectAce,
     DispatchTaskmeshIndirectMultiAce,
 };
-use crate::packet::Packet;
-use crate::processor::context::{Ctx, Flow, HandlerResult};
-use crate::processor::{state_group, Pm4Error};
+use crate::processor::state_group;
+use crate::processor::view::context::{Ctx, HandlerResult, Step};
 use crate::regs::{gfx103 as r, space};
 
 fn refresh_compute_program(ctx: &mut Ctx<'_>) {
@@ -37,8 +36,8 @@ fn run(ctx: &mut Ctx<'_>, dims: [u32; 3], initiator: u32, indirect_args: Option<
     let view = state.regs.view();
     let dispatch = Dispatch {
         queue: state.queue,
-        opcode: ctx.opcode,
-        location: ctx.location,
+        opcode: ctx.opcode(),
+        location: ctx.location(),
         dims,
         start: view.compute_start(),
         threads_per_group: view.threads_per_group(),
@@ -50,15 +49,15 @@ fn run(ctx: &mut Ctx<'_>, dims: [u32; 3], initiator: u32, indirect_args: Option<
     ctx.backend.dispatch(&dispatch);
 }
 
-pub(crate) fn dispatch_direct(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let d = ctx.decode::<DispatchDirect>(p)?;
+pub(crate) fn dispatch_direct(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let d = ctx.decode::<DispatchDirect>(body)?;
     ctx.state.stats.dispatches += 1;
     run(ctx, d.dims, d.initiator, None);
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
-pub(crate) fn dispatch_indirect(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let d = ctx.decode::<DispatchIndirect>(p)?;
+pub(crate) fn dispatch_indirect(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let d = ctx.decode::<DispatchIndirect>(body)?;
     let (address, initiator) = match d {
         DispatchIndirect::Offset { data_offset, initiator } => {
             (ctx.state.bases.dispatch_indirect.wrapping_add(u64::from(data_offset)) & ADDRESS_MASK, initiator)
@@ -69,42 +68,38 @@ pub(crate) fn dispatch_indirect(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerRes
     ctx.memory.read_dwords(address, &mut dims).map_err(|e| ctx.mem_err(e))?;
     ctx.state.stats.dispatches += 1;
     run(ctx, dims, initiator, Some(address));
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
 /// DISPATCH_TASK_STATE_INIT (§3.45): keeps the task control buffer address
 /// (`ProcessorState::task_control_buffer`).
-pub(crate) fn dispatch_task_state_init(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let t = ctx.decode::<DispatchTaskStateInit>(p)?;
+pub(crate) fn dispatch_task_state_init(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let t = ctx.decode::<DispatchTaskStateInit>(body)?;
     ctx.state.task_control_buffer = t.control_buffer;
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
 /// DISPATCH_TASKMESH_DIRECT_ACE (§3.45): the task shaders' dispatch, its
 /// group counts in the packet. (The task ring entry the CP would put at
 /// RING_ENTRY_LOC is not modelled.)
-pub(crate) fn dispatch_taskmesh_direct_ace(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let d = ctx.decode::<DispatchTaskmeshDirectAce>(p)?;
+pub(crate) fn dispatch_taskmesh_direct_ace(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let d = ctx.decode::<DispatchTaskmeshDirectAce>(body)?;
     ctx.state.stats.dispatches += 1;
     run(ctx, d.dims, d.initiator, None);
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
 /// DISPATCH_TASKMESH_INDIRECT_MULTI_ACE (§3.45): one dispatch per record
 /// (three group counts at DATA_ADDR + i × STRIDE), n = COUNT or
 /// min(COUNT, *COUNT_ADDR); the counts go to XYZ_DIM_LOC and the index to
 /// DISPATCH_INDEX_LOC when enabled. The packet counts once in `dispatches`.
-pub(crate) fn dispatch_taskmesh_indirect_multi_ace(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let d = ctx.decode::<DispatchTaskmeshIndirectMultiAce>(p)?;
+pub(crate) fn dispatch_taskmesh_indirect_multi_ace(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let d = ctx.decode::<DispatchTaskmeshIndirectMultiAce>(body)?;
     let n = if d.count_indirect { d.count.min(ctx.read_u32(d.count_address)?) } else { d.count };
     ctx.state.stats.dispatches += 1;
     for i in 0..n {
         if i > 0 {
-            ctx.exec.packets += 1;
-            if ctx.exec.packets > ctx.state.config.work_budget {
-                let budget = ctx.state.config.work_budget;
-                return Err(Box::new(Pm4Error::WorkBudgetExhausted { location: ctx.location, budget }));
-            }
+            ctx.charge()?;
         }
         let args = d.data_address.wrapping_add(u64::from(i) * u64::from(d.stride)) & ADDRESS_MASK;
         let mut dims = [0u32; 3];
@@ -122,5 +117,5 @@ pub(crate) fn dispatch_taskmesh_indirect_multi_ace(ctx: &mut Ctx<'_>, p: &Packet
         }
         run(ctx, dims, d.initiator, Some(args));
     }
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }

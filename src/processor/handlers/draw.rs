@@ -16,8 +16,9 @@ use crate::packet::body::{
     DispatchMeshIndirectMulti, DispatchTaskmeshGfx, DrawBody, DrawIndexMultiInst, IndexBase, IndexBufferSize,
     IndexType, NumInstances, SetBase, StrmoutBufferUpdate,
 };
-use crate::packet::{Opcode, Packet};
-use crate::processor::context::{Ctx, Flow, HandlerResult};
+use crate::packet::wire::{IndexTypeMode, SetBaseIndex, StrmoutSourceSelect};
+use crate::packet::Opcode;
+use crate::processor::view::context::{Ctx, HandlerResult, Step};
 use crate::processor::{state_group, Pm4Error};
 use crate::regs::{gfx103 as r, space};
 
@@ -97,11 +98,12 @@ impl DrawArgs {
 }
 
 fn emit(ctx: &mut Ctx<'_>, a: DrawArgs) {
+    let (opcode, location) = (ctx.opcode(), ctx.location());
     let state = &mut *ctx.state;
     let draw = Draw {
         queue: state.queue,
-        opcode: ctx.opcode,
-        location: ctx.location,
+        opcode,
+        location,
         count: a.count,
         instance_count: a.instance_count,
         first: a.first,
@@ -125,11 +127,12 @@ fn index_type(ctx: &Ctx<'_>) -> u32 {
     ctx.state.regs.get(r::VGT_INDEX_TYPE) & 3
 }
 
+/// Bytes per index of an index type (16-bit for an undefined one).
 fn index_size(index_type: u32) -> u64 {
-    match index_type {
-        1 => 4,
-        2 => 1,
-        _ => 2,
+    match IndexTypeMode::from_wire(index_type) {
+        Some(IndexTypeMode::VgtIndex32) => 4,
+        Some(IndexTypeMode::VgtIndex8) => 1,
+        Some(IndexTypeMode::VgtIndex16) | None => 2,
     }
 }
 
@@ -138,15 +141,6 @@ fn write_loc(ctx: &mut Ctx<'_>, loc: u32, value: u32) {
     if loc != 0 && loc < space::SH_SIZE {
         ctx.write_register(space::SH + loc, value);
     }
-}
-
-/// Counts a sub-draw of a multi-draw packet against the work budget.
-fn charge(ctx: &mut Ctx<'_>) -> Result<(), Pm4Error> {
-    ctx.exec.packets += 1;
-    if ctx.exec.packets > ctx.state.config.work_budget {
-        return Err(Pm4Error::WorkBudgetExhausted { location: ctx.location, budget: ctx.state.config.work_budget });
-    }
-    Ok(())
 }
 
 /// Where an indirect draw packet asks the CP to put the record's values:
@@ -212,50 +206,71 @@ fn indirect_draw(
 /// The handler of the draw packet with opcode `OP`: one instance per draw
 /// opcode, so its body's decoding and the match below fold to that
 /// opcode's form.
-pub(crate) fn draw<const OP: u8>(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let body = DrawBody::decode_body(Opcode(OP), p.body).map_err(|e| ctx.body_err(e))?;
+pub(crate) fn draw<const OP: u8>(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let body = DrawBody::decode_body(Opcode(OP), body).map_err(|e| ctx.body_err(e))?;
     run_draw(ctx, body)
 }
 
-/// The opcodes [`direct_draw`] takes: the direct draws of most streams.
-pub(crate) const DIRECT_DRAWS: [Opcode; 3] =
-    [Opcode::DRAW_INDEX_AUTO, Opcode::DRAW_INDEX_2, Opcode::DRAW_INDEX_OFFSET_2];
-
-/// The processor loop's fast path for the direct draws ([`DIRECT_DRAWS`]),
-/// with the context's location and opcode already those of the packet:
-/// the draw's whole effect, as its handler ([`draw`]) makes it, from the
-/// packet's `body`. A direct draw cannot fail once its body decodes, so
-/// this either draws (true) or, for a body that does not decode as
-/// `opcode`'s or another opcode, changes nothing (false), and the loop
-/// runs the packet the general way, which reports the error.
-#[inline(never)]
-pub(crate) fn direct_draw(ctx: &mut Ctx<'_>, opcode: u8, body: &[u32]) -> bool {
-    const AUTO: u8 = Opcode::DRAW_INDEX_AUTO.0;
-    const INDEX_2: u8 = Opcode::DRAW_INDEX_2.0;
-    const OFFSET_2: u8 = Opcode::DRAW_INDEX_OFFSET_2.0;
-    let body = match opcode {
-        AUTO => DrawBody::decode_body(Opcode(AUTO), body),
-        INDEX_2 => DrawBody::decode_body(Opcode(INDEX_2), body),
-        OFFSET_2 => DrawBody::decode_body(Opcode(OFFSET_2), body),
-        _ => return false,
-    };
-    match body {
-        Ok(body) => run_direct_draw(ctx, body).is_ok(),
-        Err(_) => false,
-    }
-}
-
-/// A draw packet's effect, from its decoded body.
+/// A draw packet's effect, from its decoded body: the direct forms (their
+/// counts in the packet, DRAW_INDEX_2, _AUTO, _OFFSET_2, _MULTI_AUTO)
+/// cannot fail; the indirect ones read their records from memory.
 #[inline(always)]
 fn run_draw(ctx: &mut Ctx<'_>, body: DrawBody) -> HandlerResult {
-    // The direct forms first: they cannot fail.
-    let body = match run_direct_draw(ctx, body) {
-        Ok(()) => return Ok(Flow::Continue),
-        Err(indirect) => indirect,
-    };
     ctx.state.stats.draws += 1;
     refresh_programs(ctx);
+    let direct = |count, first, index_buffer, initiator, instance_count| DrawArgs {
+        count,
+        instance_count,
+        first,
+        base_vertex: 0,
+        first_instance: 0,
+        draw_index: 0,
+        index_buffer,
+        initiator,
+        indirect_args: None,
+        mesh_groups: None,
+    };
+    let instances = |ctx: &Ctx<'_>| ctx.state.regs.get(r::VGT_NUM_INSTANCES);
     match body {
+        DrawBody::Index2 { max_size, index_base, index_count, initiator } => {
+            ctx.write_named_register::<{ r::VGT_DMA_MAX_SIZE }>(max_size);
+            ctx.write_named_register::<{ r::VGT_DMA_BASE }>(index_base as u32);
+            ctx.write_named_register::<{ r::VGT_DMA_BASE_HI }>((index_base >> 32) as u32);
+            ctx.write_named_register::<{ r::VGT_NUM_INDICES }>(index_count);
+            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
+            let ib = IndexBuffer { address: index_base, index_type: index_type(ctx), max_indices: max_size };
+            emit(ctx, direct(index_count, 0, Some(ib), initiator, instances(ctx)));
+        }
+        DrawBody::IndexAuto { index_count, initiator } => {
+            // USE_OPAQUE (§3.19): the vertex count is the stream-out filled
+            // size over the vertex stride (VERTEX_STRIDE is in dwords).
+            let count = if initiator & USE_OPAQUE != 0 {
+                let filled = ctx.state.regs.get(r::VGT_STRMOUT_DRAW_OPAQUE_BUFFER_FILLED_SIZE);
+                let stride_bytes = (ctx.state.regs.get(r::VGT_STRMOUT_DRAW_OPAQUE_VERTEX_STRIDE) & 0x1FF) * 4;
+                filled.checked_div(stride_bytes).unwrap_or(0)
+            } else {
+                index_count
+            };
+            ctx.write_named_register::<{ r::VGT_NUM_INDICES }>(count);
+            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
+            emit(ctx, direct(count, 0, None, initiator, instances(ctx)));
+        }
+        DrawBody::IndexOffset2 { max_size, index_offset, index_count, initiator } => {
+            ctx.write_named_register::<{ r::VGT_NUM_INDICES }>(index_count);
+            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
+            let t = index_type(ctx);
+            let ib = IndexBuffer {
+                address: ctx.state.index_base.wrapping_add(u64::from(index_offset) * index_size(t)) & ADDRESS_MASK,
+                index_type: t,
+                max_indices: max_size.saturating_sub(index_offset),
+            };
+            emit(ctx, direct(index_count, index_offset, Some(ib), initiator, instances(ctx)));
+        }
+        DrawBody::IndexMultiAuto { prim_count, initiator, index_offset, index_count, .. } => {
+            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
+            let count = prim_count.saturating_mul(index_count);
+            emit(ctx, direct(count, index_offset, None, initiator, instances(ctx)));
+        }
         DrawBody::Indirect {
             indexed,
             data_offset,
@@ -302,7 +317,7 @@ fn run_draw(ctx: &mut Ctx<'_>, body: DrawBody) -> HandlerResult {
             };
             for i in 0..n {
                 if i > 0 {
-                    charge(ctx)?;
+                    ctx.charge()?;
                 }
                 if draw_index_enable {
                     write_loc(ctx, draw_index_loc, i);
@@ -311,80 +326,8 @@ fn run_draw(ctx: &mut Ctx<'_>, body: DrawBody) -> HandlerResult {
                 indirect_draw(ctx, indexed, args, locs, i, initiator)?;
             }
         }
-        // Drawn by `run_direct_draw`.
-        DrawBody::Index2 { .. }
-        | DrawBody::IndexAuto { .. }
-        | DrawBody::IndexOffset2 { .. }
-        | DrawBody::IndexMultiAuto { .. } => {}
     }
-    Ok(Flow::Continue)
-}
-
-/// The draws whose counts are in the packet (DRAW_INDEX_2, _AUTO,
-/// _OFFSET_2, _MULTI_AUTO): they cannot fail. Any other body (an indirect
-/// draw) is given back untouched, nothing done.
-#[inline(always)]
-fn run_direct_draw(ctx: &mut Ctx<'_>, body: DrawBody) -> Result<(), DrawBody> {
-    if matches!(body, DrawBody::Indirect { .. } | DrawBody::IndirectMulti { .. }) {
-        return Err(body);
-    }
-    ctx.state.stats.draws += 1;
-    refresh_programs(ctx);
-    let instances = ctx.state.regs.get(r::VGT_NUM_INSTANCES);
-    let direct = |count, first, index_buffer, initiator| DrawArgs {
-        count,
-        instance_count: instances,
-        first,
-        base_vertex: 0,
-        first_instance: 0,
-        draw_index: 0,
-        index_buffer,
-        initiator,
-        indirect_args: None,
-        mesh_groups: None,
-    };
-    match body {
-        DrawBody::Index2 { max_size, index_base, index_count, initiator } => {
-            ctx.write_named_register::<{ r::VGT_DMA_MAX_SIZE }>(max_size);
-            ctx.write_named_register::<{ r::VGT_DMA_BASE }>(index_base as u32);
-            ctx.write_named_register::<{ r::VGT_DMA_BASE_HI }>((index_base >> 32) as u32);
-            ctx.write_named_register::<{ r::VGT_NUM_INDICES }>(index_count);
-            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
-            let ib = IndexBuffer { address: index_base, index_type: index_type(ctx), max_indices: max_size };
-            emit(ctx, direct(index_count, 0, Some(ib), initiator));
-        }
-        DrawBody::IndexAuto { index_count, initiator } => {
-            // USE_OPAQUE (§3.19): the vertex count is the stream-out filled
-            // size over the vertex stride (VERTEX_STRIDE is in dwords).
-            let count = if initiator & USE_OPAQUE != 0 {
-                let filled = ctx.state.regs.get(r::VGT_STRMOUT_DRAW_OPAQUE_BUFFER_FILLED_SIZE);
-                let stride_bytes = (ctx.state.regs.get(r::VGT_STRMOUT_DRAW_OPAQUE_VERTEX_STRIDE) & 0x1FF) * 4;
-                filled.checked_div(stride_bytes).unwrap_or(0)
-            } else {
-                index_count
-            };
-            ctx.write_named_register::<{ r::VGT_NUM_INDICES }>(count);
-            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
-            emit(ctx, direct(count, 0, None, initiator));
-        }
-        DrawBody::IndexOffset2 { max_size, index_offset, index_count, initiator } => {
-            ctx.write_named_register::<{ r::VGT_NUM_INDICES }>(index_count);
-            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
-            let t = index_type(ctx);
-            let ib = IndexBuffer {
-                address: ctx.state.index_base.wrapping_add(u64::from(index_offset) * index_size(t)) & ADDRESS_MASK,
-                index_type: t,
-                max_indices: max_size.saturating_sub(index_offset),
-            };
-            emit(ctx, direct(index_count, index_offset, Some(ib), initiator));
-        }
-        DrawBody::IndexMultiAuto { prim_count, initiator, index_offset, index_count, .. } => {
-            ctx.write_named_register::<{ r::VGT_DRAW_INITIATOR }>(initiator);
-            emit(ctx, direct(prim_count.saturating_mul(index_count), index_offset, None, initiator));
-        }
-        DrawBody::Indirect { .. } | DrawBody::IndirectMulti { .. } => return Err(body),
-    }
-    Ok(())
+    Ok(Step::Next)
 }
 
 /// Writes X, Y, Z to the SH registers from 0x2C00 + `loc` unless `loc` is 0.
@@ -400,8 +343,8 @@ fn write_dims(ctx: &mut Ctx<'_>, loc: u32, dims: [u32; 3]) {
 /// counts at the SET_BASE draw base + DATA_OFFSET + i × STRIDE) the counts go
 /// to XYZ_DIM_LOC, the index to DRAW_INDEX_LOC when enabled, and the backend
 /// gets a draw with `mesh_groups`. The packet counts once in `draws`.
-pub(crate) fn dispatch_mesh_indirect_multi(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let m = ctx.decode::<DispatchMeshIndirectMulti>(p)?;
+pub(crate) fn dispatch_mesh_indirect_multi(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let m = ctx.decode::<DispatchMeshIndirectMulti>(body)?;
     ctx.state.stats.draws += 1;
     refresh_programs(ctx);
     let n = if m.count_indirect { m.count.min(ctx.read_u32(m.count_address)?) } else { m.count };
@@ -409,7 +352,7 @@ pub(crate) fn dispatch_mesh_indirect_multi(ctx: &mut Ctx<'_>, p: &Packet<'_>) ->
     ctx.write_register(r::VGT_DRAW_INITIATOR, m.initiator);
     for i in 0..n {
         if i > 0 {
-            charge(ctx)?;
+            ctx.charge()?;
         }
         let args = base.wrapping_add(u64::from(i) * u64::from(m.stride)) & ADDRESS_MASK;
         let mut dims = [0u32; 3];
@@ -420,29 +363,29 @@ pub(crate) fn dispatch_mesh_indirect_multi(ctx: &mut Ctx<'_>, p: &Packet<'_>) ->
         }
         emit(ctx, DrawArgs::mesh(m.initiator, i, Some(args), Some(dims)));
     }
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
 /// DISPATCH_TASKMESH_GFX (§3.45): the mesh half of a task/mesh dispatch,
 /// a draw whose group counts the task shaders put in the task ring (not
 /// modelled: `mesh_groups` is `None`).
-pub(crate) fn dispatch_taskmesh_gfx(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let t = ctx.decode::<DispatchTaskmeshGfx>(p)?;
+pub(crate) fn dispatch_taskmesh_gfx(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let t = ctx.decode::<DispatchTaskmeshGfx>(body)?;
     ctx.state.stats.draws += 1;
     refresh_programs(ctx);
     ctx.write_register(r::VGT_DRAW_INITIATOR, t.initiator);
     emit(ctx, DrawArgs::mesh(t.initiator, 0, None, None));
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
 /// 0x3A, DRAW_INDEX_MULTI_INST in the 9-dword form of PS5 streams (§6.1):
 /// an indexed draw of INDEX_COUNT indices at INDEX_ADDR, INSTANCE_COUNT
 /// instances, the flags dword as draw initiator. Other lengths have no
 /// defined layout: counted and reported as not emulated.
-pub(crate) fn draw_index_multi_inst(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let Ok(d) = ctx.decode::<DrawIndexMultiInst>(p) else {
+pub(crate) fn draw_index_multi_inst(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let Ok(d) = ctx.decode::<DrawIndexMultiInst>(body) else {
         super::report_not_emulated(ctx, "form other than the 9-dword one");
-        return Ok(Flow::Continue);
+        return Ok(Step::Next);
     };
     ctx.state.stats.draws += 1;
     refresh_programs(ctx);
@@ -466,53 +409,56 @@ pub(crate) fn draw_index_multi_inst(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Handle
             mesh_groups: None,
         },
     );
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
 /// SET_BASE: index 1 selects the draw or dispatch argument base by the
 /// header's SHADER_TYPE bit.
-pub(crate) fn set_base(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let b = ctx.decode::<SetBase>(p)?;
+pub(crate) fn set_base(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let b = ctx.decode::<SetBase>(body)?;
+    let compute = ctx.header().shader_type_compute();
     let bases = &mut ctx.state.bases;
-    match b.base_index {
-        0 => bases.patch_table = b.address,
-        1 if p.header.shader_type_compute() => bases.dispatch_indirect = b.address,
-        1 => bases.draw_indirect = b.address,
-        2 => bases.ce_dst = b.address,
-        4 => bases.load_index = b.address,
-        5 => bases.sh_offset = b.address,
-        other => tracing::debug!(queue = %ctx.state.queue, "SET_BASE index {other} ignored"),
+    match SetBaseIndex::from_wire(b.base_index) {
+        Some(SetBaseIndex::PatchTable) => bases.patch_table = b.address,
+        Some(SetBaseIndex::IndirectArgs) if compute => bases.dispatch_indirect = b.address,
+        Some(SetBaseIndex::IndirectArgs) => bases.draw_indirect = b.address,
+        Some(SetBaseIndex::CeDstBase) => bases.ce_dst = b.address,
+        Some(SetBaseIndex::LoadIndex) => bases.load_index = b.address,
+        Some(SetBaseIndex::ShRegOffset) => bases.sh_offset = b.address,
+        Some(SetBaseIndex::CePartitionBases) | None => {
+            tracing::debug!(queue = %ctx.state.queue, "SET_BASE index {} ignored", b.base_index)
+        }
     }
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
-pub(crate) fn index_base(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let address = ctx.decode::<IndexBase>(p)?.address;
+pub(crate) fn index_base(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let address = ctx.decode::<IndexBase>(body)?.address;
     ctx.state.index_base = address;
     ctx.write_named_register::<{ r::VGT_DMA_BASE }>(address as u32);
     ctx.write_named_register::<{ r::VGT_DMA_BASE_HI }>((address >> 32) as u32);
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
-pub(crate) fn index_buffer_size(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let size = ctx.decode::<IndexBufferSize>(p)?.index_count;
+pub(crate) fn index_buffer_size(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let size = ctx.decode::<IndexBufferSize>(body)?.index_count;
     ctx.state.index_buffer_size = size;
     ctx.write_named_register::<{ r::VGT_DMA_SIZE }>(size);
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
 /// INDEX_TYPE sets the same "current index type" as a VGT_INDEX_TYPE write.
-pub(crate) fn index_type_packet(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let v = ctx.decode::<IndexType>(p)?.index_type;
+pub(crate) fn index_type_packet(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let v = ctx.decode::<IndexType>(body)?.index_type;
     ctx.write_named_register::<{ r::VGT_DMA_INDEX_TYPE }>(v);
     ctx.write_named_register::<{ r::VGT_INDEX_TYPE }>(v & 0x4003);
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
-pub(crate) fn num_instances(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let v = ctx.decode::<NumInstances>(p)?.instances;
+pub(crate) fn num_instances(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let v = ctx.decode::<NumInstances>(body)?.instances;
     ctx.write_named_register::<{ r::VGT_NUM_INSTANCES }>(v);
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
 /// STRMOUT_BUFFER_UPDATE (§3.22): stores buffer n's filled size to DST
@@ -520,23 +466,23 @@ pub(crate) fn num_instances(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult 
 /// the filled-size register or memory. The filled size is the buffer's
 /// offset: a loaded offset becomes the filled size too, so a store after a
 /// load gives back what was loaded.
-pub(crate) fn strmout_buffer_update(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let s = ctx.decode::<StrmoutBufferUpdate>(p)?;
+pub(crate) fn strmout_buffer_update(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let s = ctx.decode::<StrmoutBufferUpdate>(body)?;
     let offset_reg = r::VGT_STRMOUT_BUFFER_OFFSET_0 + s.buffer * 4;
     let filled_reg = r::VGT_STRMOUT_BUFFER_FILLED_SIZE_0 + s.buffer;
     if s.update_memory {
         let filled = ctx.read_register(filled_reg);
         ctx.write_u32(s.dst, filled)?;
     }
-    let new_offset = match s.source_select {
-        0 => Some(s.src as u32),
-        1 => Some(ctx.read_register(filled_reg)),
-        2 => Some(ctx.read_u32(s.src)?),
-        _ => None,
+    let new_offset = match StrmoutSourceSelect::from_wire(s.source_select) {
+        Some(StrmoutSourceSelect::Offset) => Some(s.src as u32),
+        Some(StrmoutSourceSelect::FilledSize) => Some(ctx.read_register(filled_reg)),
+        Some(StrmoutSourceSelect::SrcAddress) => Some(ctx.read_u32(s.src)?),
+        Some(StrmoutSourceSelect::NoSource) | None => None,
     };
     if let Some(v) = new_offset {
         ctx.write_register(offset_reg, v);
         ctx.write_register(filled_reg, v);
     }
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }

@@ -6,68 +6,40 @@
 
 use crate::backend::{CacheAction, Event, Fence, SampleKind};
 use crate::packet::body::{AcquireMem, EventWrite, EventWriteEos, OcclusionQuery, ReleaseMem, SurfaceSync};
-use crate::packet::{Opcode, Packet};
-use crate::processor::context::{Ctx, Flow, HandlerResult};
-use crate::processor::handlers::{report_not_emulated, Fast};
+use crate::packet::wire::{EosCommand, EventType, ReleaseDataSel, ReleaseIntSel};
+use crate::packet::Opcode;
+use crate::processor::handlers::report_not_emulated;
+use crate::processor::view::context::{Ctx, HandlerResult, Step};
 use crate::processor::Pm4Error;
 use crate::regs::gfx103;
 
-/// VGT_EVENT_TYPE values with an effect here.
-mod event_type {
-    pub const SAMPLE_STREAMOUTSTATS1: u32 = 0x01;
-    pub const SAMPLE_STREAMOUTSTATS3: u32 = 0x03;
-    pub const ZPASS_DONE: u32 = 0x15;
-    pub const SAMPLE_PIPELINESTAT: u32 = 0x1E;
-    pub const SO_VGTSTREAMOUT_FLUSH: u32 = 0x1F;
-    pub const SAMPLE_STREAMOUTSTATS: u32 = 0x20;
-    pub const PIXEL_PIPE_STAT_DUMP: u32 = 0x39;
-}
-
-pub(crate) fn event_write(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let e = ctx.decode::<EventWrite>(p)?;
+pub(crate) fn event_write(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let e = ctx.decode::<EventWrite>(body)?;
     if let (Some(kind), Some(address)) = (sample_kind(e.event_type), e.address) {
         let queue = ctx.state.queue;
         let rbs = ctx.state.config.render_backends;
         let r = ctx.backend.sample_event(queue, kind, address, rbs, &ctx.memory);
         r.map_err(|err| ctx.mem_err(err))?;
-        return Ok(Flow::Continue);
+        return Ok(Step::Next);
     }
-    if e.event_type == event_type::SO_VGTSTREAMOUT_FLUSH {
+    if EventType::from_wire(e.event_type) == Some(EventType::SoVgtstreamoutFlush) {
         // The stream-out offsets are flushed at once: OFFSET_UPDATE_DONE.
         let v = ctx.read_register(gfx103::CP_STRMOUT_CNTL) | 1;
         ctx.write_register(gfx103::CP_STRMOUT_CNTL, v);
     }
     report_event(ctx, &e);
-    Ok(Flow::Continue)
-}
-
-/// The processor loop's fast path for EVENT_WRITE, with the context's
-/// location and opcode already the packet's: the whole effect of a plain
-/// event (one that writes no sample and is not the stream-out flush), the
-/// backend's event, as [`event_write`] makes it, from the packet's `body`.
-/// Anything else (a sample, the flush, a body that does not decode)
-/// changes nothing and returns false, and the loop runs the packet the
-/// general way.
-#[inline(never)]
-pub(crate) fn plain_event_write(ctx: &mut Ctx<'_>, body: &[u32]) -> bool {
-    use crate::packet::body::Body;
-    let Ok(e) = EventWrite::decode_body(Opcode::EVENT_WRITE, body) else { return false };
-    let samples = e.address.is_some() && sample_kind(e.event_type).is_some();
-    if samples || e.event_type == event_type::SO_VGTSTREAMOUT_FLUSH {
-        return false;
-    }
-    report_event(ctx, &e);
-    true
+    Ok(Step::Next)
 }
 
 /// The sample an EVENT_WRITE of `event_type` writes at its address.
 fn sample_kind(event_type: u32) -> Option<SampleKind> {
-    match event_type {
-        event_type::ZPASS_DONE | event_type::PIXEL_PIPE_STAT_DUMP => Some(SampleKind::ZpassDone),
-        event_type::SAMPLE_PIPELINESTAT => Some(SampleKind::PipelineStats),
-        event_type::SAMPLE_STREAMOUTSTATS => Some(SampleKind::StreamoutStats(0)),
-        t @ event_type::SAMPLE_STREAMOUTSTATS1..=event_type::SAMPLE_STREAMOUTSTATS3 => {
-            Some(SampleKind::StreamoutStats(t))
+    use EventType as E;
+    match EventType::from_wire(event_type)? {
+        E::ZpassDone | E::PixelPipeStatDump => Some(SampleKind::ZpassDone),
+        E::SamplePipelinestat => Some(SampleKind::PipelineStats),
+        E::SampleStreamoutstats => Some(SampleKind::StreamoutStats(0)),
+        E::SampleStreamoutstats1 | E::SampleStreamoutstats2 | E::SampleStreamoutstats3 => {
+            Some(SampleKind::StreamoutStats(event_type))
         }
         _ => None,
     }
@@ -80,7 +52,7 @@ fn report_event(ctx: &mut Ctx<'_>, e: &EventWrite) {
         queue: ctx.state.queue,
         event_type: e.event_type,
         event_index: e.event_index,
-        location: ctx.location,
+        location: ctx.location(),
     });
 }
 
@@ -105,7 +77,9 @@ fn retire(ctx: &mut Ctx<'_>, r: &ReleaseMem, gds: GdsStore) -> Result<(), Pm4Err
         let queue = ctx.state.queue;
         ctx.backend.cache_action(queue, &CacheAction::Release { cache_control: r.cache_control });
     }
-    let data = match (r.data_sel, gds) {
+    use ReleaseDataSel as Data;
+    let release_mem = ctx.opcode() == Opcode::RELEASE_MEM;
+    let data = match (ReleaseDataSel::from_wire(r.data_sel), gds) {
         (_, GdsStore::Copy { offset, dwords }) => {
             ctx.copy_gds_to_memory(u64::from(offset) * 4, dwords, r.address)?;
             None
@@ -114,27 +88,27 @@ fn retire(ctx: &mut Ctx<'_>, r: &ReleaseMem, gds: GdsStore) -> Result<(), Pm4Err
             report_not_emulated(ctx, "GDS append-count store");
             None
         }
-        (0, _) => None,
-        (1, _) => {
+        (Some(Data::NoData), _) => None,
+        (Some(Data::Data32), _) => {
             ctx.write_u32(r.address, r.data as u32)?;
             Some(r.data & 0xFFFF_FFFF)
         }
-        (2, _) => {
+        (Some(Data::Data64), _) => {
             ctx.write_u64(r.address, r.data)?;
             Some(r.data)
         }
-        (3 | 4, _) => {
+        (Some(Data::GpuClockCounter | Data::SystemClockCounter), _) => {
             let t = ctx.gpu_clock();
             ctx.write_u64(r.address, t)?;
             Some(t)
         }
-        (5, _) if ctx.opcode == Opcode::RELEASE_MEM => {
+        (Some(Data::Gds), _) if release_mem => {
             // DW_OFFSET [15:0] and NUM_DWORDS [31:16] of the DATA dword.
             let (offset, dwords) = ((r.data & 0xFFFF) as u32, ((r.data >> 16) & 0xFFFF) as u32);
             ctx.copy_gds_to_memory(u64::from(offset) * 4, dwords, r.address)?;
             None
         }
-        (7, _) if ctx.opcode == Opcode::RELEASE_MEM => {
+        (Some(Data::AtomicAdd32), _) if release_mem => {
             let old = ctx.read_u32(r.address)?;
             let new = old.wrapping_add(r.data as u32);
             ctx.write_u32(r.address, new)?;
@@ -145,17 +119,18 @@ fn retire(ctx: &mut Ctx<'_>, r: &ReleaseMem, gds: GdsStore) -> Result<(), Pm4Err
             None
         }
     };
-    let interrupt = match (ctx.opcode, r.int_sel) {
-        (Opcode::RELEASE_MEM, 1 | 2 | 4) => true,
-        (Opcode::RELEASE_MEM, 5) => ctx.read_u32(r.address)? == r.data as u32,
-        (Opcode::RELEASE_MEM, 6) => ctx.read_u64(r.address)? == r.data,
-        (Opcode::EVENT_WRITE_EOP, 1 | 2) => true,
+    use ReleaseIntSel as Int;
+    let interrupt = match (ctx.opcode(), ReleaseIntSel::from_wire(r.int_sel)) {
+        (Opcode::RELEASE_MEM, Some(Int::Interrupt | Int::InterruptAfterWriteConfirm | Int::IntCtxid)) => true,
+        (Opcode::RELEASE_MEM, Some(Int::IntCtxidIf32BitCompare)) => ctx.read_u32(r.address)? == r.data as u32,
+        (Opcode::RELEASE_MEM, Some(Int::IntCtxidIf64BitCompare)) => ctx.read_u64(r.address)? == r.data,
+        (Opcode::EVENT_WRITE_EOP, Some(Int::Interrupt | Int::InterruptAfterWriteConfirm)) => true,
         _ => false,
     };
     ctx.state.stats.fences += 1;
     ctx.backend.fence(&Fence {
         queue: ctx.state.queue,
-        opcode: ctx.opcode,
+        opcode: ctx.opcode(),
         event_type: r.event_type,
         address: r.address,
         data: data.unwrap_or(0),
@@ -167,78 +142,47 @@ fn retire(ctx: &mut Ctx<'_>, r: &ReleaseMem, gds: GdsStore) -> Result<(), Pm4Err
     Ok(())
 }
 
-/// RELEASE_MEM's and EVENT_WRITE_EOP's fast entry (see [`Fast`]; `body`
-/// is the packet's body, `ctx.opcode` its opcode): the release, as its
-/// handler retires it, unless it copies GDS or its write overlaps the
-/// dwords the loop holds (the general way ends the view after such a
-/// write). A body that does not decode: [`Fast::General`].
-pub(crate) fn release_fast(ctx: &mut Ctx<'_>, body: &[u32]) -> Fast {
-    use crate::packet::body::Body;
-    let Ok(r) = ReleaseMem::decode_body(ctx.opcode, body) else { return Fast::General };
-    // It writes at most a qword at its address (DATA_SEL 5 copies GDS).
-    if r.data_sel == 5 || (r.data_sel != 0 && ctx.memory.overlaps_window(r.address, 8)) {
-        return Fast::General;
-    }
-    Fast::of(retire(ctx, &r, GdsStore::None))
-}
-
-pub(crate) fn release_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let r = ctx.decode::<ReleaseMem>(p)?;
+/// RELEASE_MEM and the gfx7 EVENT_WRITE_EOP (one body type, read by
+/// opcode): the release's data write and fence.
+pub(crate) fn release(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let r = ctx.decode::<ReleaseMem>(body)?;
     retire(ctx, &r, GdsStore::None)?;
-    Ok(Flow::Continue)
-}
-
-pub(crate) fn event_write_eop(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let r = ctx.decode::<ReleaseMem>(p)?;
-    retire(ctx, &r, GdsStore::None)?;
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
 /// EVENT_WRITE_EOS: COMMAND 2 stores the 32-bit DATA; COMMAND 1 stores
 /// SIZE dwords of GDS from GDS_INDEX (DATA [15:0] and [31:16], in dwords);
 /// COMMAND 0 (the GDS append count) is not defined well enough to emulate.
-pub(crate) fn event_write_eos(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let e = ctx.decode::<EventWriteEos>(p)?;
-    let gds = match e.command {
-        2 => GdsStore::None,
-        1 => GdsStore::Copy { offset: e.data & 0xFFFF, dwords: e.data >> 16 },
-        _ => GdsStore::NotEmulated,
+pub(crate) fn event_write_eos(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let e = ctx.decode::<EventWriteEos>(body)?;
+    let command = EosCommand::from_wire(e.command);
+    let gds = match command {
+        Some(EosCommand::StoreData) => GdsStore::None,
+        Some(EosCommand::StoreGdsData) => GdsStore::Copy { offset: e.data & 0xFFFF, dwords: e.data >> 16 },
+        Some(EosCommand::StoreGdsAppendCount) | None => GdsStore::NotEmulated,
     };
+    let data_sel = if command == Some(EosCommand::StoreData) { ReleaseDataSel::Data32 } else { ReleaseDataSel::Gds };
     let r = ReleaseMem {
         event_type: e.event_type,
         event_index: e.event_index,
         cache_control: 0,
         dst_sel: 0,
         int_sel: 0,
-        data_sel: if e.command == 2 { 1 } else { 5 },
+        data_sel: data_sel.wire(),
         address: e.address,
         data: u64::from(e.data),
         int_ctxid: 0,
-        opcode: ctx.opcode,
+        opcode: ctx.opcode(),
         legacy: false,
     };
     retire(ctx, &r, gds)?;
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
-pub(crate) fn acquire_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let a = ctx.decode::<AcquireMem>(p)?;
+pub(crate) fn acquire_mem(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let a = ctx.decode::<AcquireMem>(body)?;
     acquire(ctx, &a);
-    Ok(Flow::Continue)
-}
-
-/// ACQUIRE_MEM's fast entry (see [`Fast`]): the cache action, as
-/// [`acquire_mem`] reports it. A body that does not decode:
-/// [`Fast::General`].
-pub(crate) fn acquire_mem_fast(ctx: &mut Ctx<'_>, body: &[u32]) -> Fast {
-    use crate::packet::body::Body;
-    match AcquireMem::decode_body(Opcode::ACQUIRE_MEM, body) {
-        Ok(a) => {
-            acquire(ctx, &a);
-            Fast::Done
-        }
-        Err(_) => Fast::General,
-    }
+    Ok(Step::Next)
 }
 
 /// ACQUIRE_MEM's effect: the backend's cache action.
@@ -256,20 +200,20 @@ fn acquire(ctx: &mut Ctx<'_>, a: &AcquireMem) {
     );
 }
 
-pub(crate) fn surface_sync(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let s = ctx.decode::<SurfaceSync>(p)?;
+pub(crate) fn surface_sync(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let s = ctx.decode::<SurfaceSync>(body)?;
     let queue = ctx.state.queue;
     ctx.backend.cache_action(
         queue,
         &CacheAction::SurfaceSync { base: s.base_address(), size: s.size_bytes(), coher_cntl: s.coher_cntl },
     );
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
 /// OCCLUSION_QUERY: adds the sum over render backends of (end - begin) of
 /// the ZPASS records at START to the 64-bit value at QUERY.
-pub(crate) fn occlusion_query(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let OcclusionQuery { start, query } = ctx.decode(p)?;
+pub(crate) fn occlusion_query(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let OcclusionQuery { start, query } = ctx.decode(body)?;
     const VALID: u64 = 1 << 63;
     let mut sum = 0u64;
     for rb in 0..u64::from(ctx.state.config.render_backends) {
@@ -282,5 +226,5 @@ pub(crate) fn occlusion_query(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResul
     }
     let old = ctx.read_u64(query)?;
     ctx.write_u64(query, old.wrapping_add(sum))?;
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }

@@ -3,8 +3,7 @@
 
 use crate::memory::{GuestMemory, MemoryError};
 use crate::packet::body::{CondIndirectBuffer, IndirectBufferForm};
-use crate::packet::Packet;
-use crate::processor::context::{Ctx, Flow, HandlerResult};
+use crate::processor::view::context::{Ctx, HandlerResult, Step};
 use crate::processor::{Engine, Pm4Error};
 
 /// Most constant-engine buffers queued and not started yet: the drawing
@@ -12,54 +11,44 @@ use crate::processor::{Engine, Pm4Error};
 /// engine that waits must not let a looping drawing engine queue without end.
 pub(crate) const MAX_CE_PENDING: usize = 256;
 
-/// Calls (or with `chain`, jumps to) a buffer on the current execution.
-/// The loop advanced the cursor past the packet already, so a call returns
-/// to the next packet.
+/// Calls (or with `chain`, jumps to) a buffer on the current execution:
+/// the loop moves the cursor past the packet, so a call returns to the
+/// next packet, then pushes the buffer (an IB stack already full is an
+/// error at this packet) or replaces the current one.
 fn enter(ctx: &mut Ctx<'_>, address: u64, size_dw: u32, chain: bool) -> HandlerResult {
     if size_dw == 0 {
-        return Ok(Flow::Continue);
+        return Ok(Step::Next);
     }
-    if let Some(flow) = unmapped(ctx, address, size_dw)? {
-        return Ok(flow);
+    if let Some(step) = unmapped(ctx, address, size_dw)? {
+        return Ok(step);
     }
-    if chain {
-        ctx.exec.chain(address, size_dw);
-        return Ok(Flow::Continue);
-    }
-    if !ctx.exec.push(address, size_dw) {
-        return Err(Box::new(Pm4Error::IbStackOverflow {
-            location: ctx.location,
-            target: address,
-            depth: ctx.exec.depth() + 1,
-            limit: ctx.exec.max_depth(),
-        }));
-    }
-    Ok(Flow::Continue)
+    Ok(if chain { ctx.chain(address, size_dw) } else { ctx.call(address, size_dw) })
 }
 
 /// A buffer whose first dword is not mapped: an error naming this
 /// INDIRECT_BUFFER packet (not the first packet of a buffer that cannot be
 /// read), or with [`crate::processor::ProcessorConfig::skip_unmapped_ibs`]
 /// a report to the backend and the next packet.
-fn unmapped(ctx: &mut Ctx<'_>, address: u64, size_dw: u32) -> Result<Option<Flow>, Pm4Error> {
+fn unmapped(ctx: &mut Ctx<'_>, address: u64, size_dw: u32) -> Result<Option<Step>, Pm4Error> {
     // The first header only: a buffer whose tail is unmapped runs up to the hole.
     let len = 4;
     if ctx.memory.is_mapped(address, len) {
         return Ok(None);
     }
     if ctx.state.config.skip_unmapped_ibs {
-        tracing::warn!(queue = %ctx.state.queue, location = %ctx.location, "skipped indirect buffer {address:#x} ({size_dw} dwords): not mapped");
-        ctx.backend.skipped_indirect_buffer(ctx.state.queue, &ctx.location, address, size_dw);
-        return Ok(Some(Flow::Continue));
+        let location = ctx.location();
+        tracing::warn!(queue = %ctx.state.queue, %location, "skipped indirect buffer {address:#x} ({size_dw} dwords): not mapped");
+        ctx.backend.skipped_indirect_buffer(ctx.state.queue, &location, address, size_dw);
+        return Ok(Some(Step::Next));
     }
     Err(ctx.mem_err(MemoryError::Unmapped { address, len }))
 }
 
-pub(crate) fn indirect_buffer(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    match IndirectBufferForm::decode(p.opcode(), p.body).map_err(|e| ctx.body_err(e))? {
+pub(crate) fn indirect_buffer(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    match IndirectBufferForm::decode(ctx.opcode(), body).map_err(|e| ctx.body_err(e))? {
         IndirectBufferForm::Conditional(c) => match chosen(ctx, &c)? {
             Some((address, size)) => enter(ctx, address, size, false),
-            None => Ok(Flow::Continue),
+            None => Ok(Step::Next),
         },
         IndirectBufferForm::Plain(ib) => enter(ctx, ib.address, ib.size_dw, ib.chain),
     }
@@ -82,11 +71,11 @@ fn chosen(ctx: &Ctx<'_>, c: &CondIndirectBuffer) -> Result<Option<(u64, u32)>, P
 /// constant engine; inside a constant-engine stream it is an ordinary call.
 /// The conditional form (COND_INDIRECT_BUFFER_CONST, COUNT 12) picks IB1
 /// or IB2 the same way the drawing engine's form does.
-pub(crate) fn indirect_buffer_const(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let (address, size_dw, chain) = match IndirectBufferForm::decode(p.opcode(), p.body).map_err(|e| ctx.body_err(e))? {
+pub(crate) fn indirect_buffer_const(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let (address, size_dw, chain) = match IndirectBufferForm::decode(ctx.opcode(), body).map_err(|e| ctx.body_err(e))? {
         IndirectBufferForm::Conditional(c) => match chosen(ctx, &c)? {
             Some((address, size)) => (address, size, false),
-            None => return Ok(Flow::Continue),
+            None => return Ok(Step::Next),
         },
         IndirectBufferForm::Plain(ib) => (ib.address, ib.size_dw, ib.chain),
     };
@@ -94,14 +83,14 @@ pub(crate) fn indirect_buffer_const(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Handle
         return enter(ctx, address, size_dw, chain);
     }
     if size_dw == 0 {
-        return Ok(Flow::Continue);
+        return Ok(Step::Next);
     }
-    if let Some(flow) = unmapped(ctx, address, size_dw)? {
-        return Ok(flow);
+    if let Some(step) = unmapped(ctx, address, size_dw)? {
+        return Ok(step);
     }
     if ctx.state.ce_pending.len() >= MAX_CE_PENDING {
-        return Err(Box::new(Pm4Error::ConstantEngineBacklog { location: ctx.location, limit: MAX_CE_PENDING }));
+        return Err(Box::new(Pm4Error::ConstantEngineBacklog { location: ctx.location(), limit: MAX_CE_PENDING }));
     }
     ctx.state.ce_pending.push((address, size_dw));
-    Ok(Flow::RunConstantEngine)
+    Ok(Step::RunConstantEngine)
 }

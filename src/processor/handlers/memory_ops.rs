@@ -3,47 +3,35 @@
 
 use crate::memory::GuestMemory;
 use crate::packet::body::{AtomicMem, CompareFunction, CondWrite, CopyData, DmaData, WriteData};
-use crate::packet::Packet;
-use crate::processor::context::{Ctx, Flow, HandlerResult};
-use crate::processor::handlers::{report_not_emulated, Fast};
+use crate::packet::wire::{
+    AtomicCommand, AtomicOp, CondWriteSpace, CopyDataDstSel, CopyDataSrcSel, DmaDataDstSel, DmaDataSrcSel,
+    WriteDataDstSel,
+};
+use crate::processor::handlers::report_not_emulated;
+use crate::processor::view::context::{Ctx, HandlerResult, Step};
 use crate::processor::{Pm4Error, SuspendReason};
 use crate::regs::gfx103;
 
-pub(crate) fn write_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let w = ctx.decode::<WriteData>(p)?;
+pub(crate) fn write_data(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let w = ctx.decode::<WriteData>(body)?;
     write(ctx, &w)?;
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
-/// WRITE_DATA's fast entry (see [`Fast`]; `body` is the packet's body):
-/// the write, as [`write_data`] makes it, unless it writes memory that
-/// overlaps the dwords the loop holds (the general way ends the view
-/// after such a write). A body that does not decode: [`Fast::General`].
-pub(crate) fn write_data_fast(ctx: &mut Ctx<'_>, body: &[u32]) -> Fast {
-    use crate::packet::body::Body;
-    let Ok(w) = WriteData::decode_body(crate::packet::Opcode::WRITE_DATA, body) else { return Fast::General };
-    if writes_memory(w.dst_sel) && ctx.memory.overlaps_window(w.destination, 4 * w.data.len() as u64) {
-        return Fast::General;
-    }
-    Fast::of(write(ctx, &w))
-}
-
-/// Whether a WRITE_DATA's DST_SEL is guest memory.
-fn writes_memory(dst_sel: u32) -> bool {
-    matches!(dst_sel, 1 | 2 | 5 | 6 | 8)
-}
-
-/// WRITE_DATA's effect: its dwords to registers, memory or GDS.
+/// WRITE_DATA's effect: its dwords to registers, memory or GDS. Every
+/// memory DST_SEL is guest memory here (the cache a write goes through is
+/// invisible to an emulator).
 fn write(ctx: &mut Ctx<'_>, w: &WriteData<'_>) -> Result<(), Pm4Error> {
-    match w.dst_sel {
-        0 => {
+    use WriteDataDstSel as Dst;
+    match WriteDataDstSel::from_wire(w.dst_sel) {
+        Some(Dst::MemMappedRegister) => {
             let register = w.destination as u32;
             for (i, value) in w.data.iter().enumerate() {
                 let r = if w.one_address { register } else { register.wrapping_add(i as u32) };
                 ctx.write_register(r, *value);
             }
         }
-        dst_sel if writes_memory(dst_sel) => {
+        Some(Dst::MemGrbm | Dst::TcL2 | Dst::Mem | Dst::MemMappedAdcPersistentState | Dst::PreemptionMetaMemory) => {
             if w.one_address {
                 if let Some(last) = w.data.last() {
                     ctx.write_u32(w.destination, *last)?;
@@ -62,7 +50,7 @@ fn write(ctx: &mut Ctx<'_>, w: &WriteData<'_>) -> Result<(), Pm4Error> {
                 }
             }
         }
-        3 => {
+        Some(Dst::Gds) => {
             // GDS: DST_ADDR_LO [15:0] is the byte offset.
             let offset = w.destination & 0xFFFF;
             if w.one_address {
@@ -73,15 +61,17 @@ fn write(ctx: &mut Ctx<'_>, w: &WriteData<'_>) -> Result<(), Pm4Error> {
                 ctx.write_gds(offset, w.data)?;
             }
         }
-        _ => report_not_emulated(ctx, "reserved destination"),
+        Some(Dst::Reserved) | None => report_not_emulated(ctx, "reserved destination"),
     }
     Ok(())
 }
 
-/// Reads a COPY_DATA source value.
+/// Reads a COPY_DATA source value (`None` for the atomic-return sources,
+/// not emulated, and undefined ones).
 fn copy_source(ctx: &mut Ctx<'_>, c: &CopyData) -> Result<Option<u64>, Pm4Error> {
-    let value = match c.src_sel {
-        0 | 4 => {
+    use CopyDataSrcSel as Src;
+    let value = match CopyDataSrcSel::from_wire(c.src_sel) {
+        Some(Src::MemMappedRegister | Src::Perfcounters) => {
             let lo = u64::from(ctx.read_register(c.src as u32));
             if c.count_64 {
                 lo | (u64::from(ctx.read_register(c.src as u32 + 1)) << 32)
@@ -89,59 +79,60 @@ fn copy_source(ctx: &mut Ctx<'_>, c: &CopyData) -> Result<Option<u64>, Pm4Error>
                 lo
             }
         }
-        1 | 2 => {
+        Some(Src::Memory | Src::TcL2) => {
             if c.count_64 {
                 ctx.read_u64(c.src)?
             } else {
                 u64::from(ctx.read_u32(c.src)?)
             }
         }
-        5 => {
+        Some(Src::ImmediateData) => {
             if c.count_64 {
                 c.src
             } else {
                 c.src & 0xFFFF_FFFF
             }
         }
-        3 => {
+        Some(Src::Gds) => {
             let mut v = [0u32; 2];
             let n = if c.count_64 { 2 } else { 1 };
             ctx.read_gds(c.src, &mut v[..n])?;
             u64::from(v[0]) | (u64::from(v[1]) << 32)
         }
-        9 | 10 => ctx.gpu_clock(),
-        _ => return Ok(None),
+        Some(Src::GpuClockCount | Src::SystemClockCount) => ctx.gpu_clock(),
+        Some(Src::AtomicReturnData | Src::GdsAtomicReturnData0 | Src::GdsAtomicReturnData1) | None => return Ok(None),
     };
     Ok(Some(value))
 }
 
-pub(crate) fn copy_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let c = ctx.decode::<CopyData>(p)?;
+pub(crate) fn copy_data(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    use CopyDataDstSel as Dst;
+    let c = ctx.decode::<CopyData>(body)?;
     let Some(value) = copy_source(ctx, &c)? else {
         report_not_emulated(ctx, "source (atomic return data)");
-        return Ok(Flow::Continue);
+        return Ok(Step::Next);
     };
-    match c.dst_sel {
-        0 | 4 | 6 => {
+    match CopyDataDstSel::from_wire(c.dst_sel) {
+        Some(Dst::MemMappedRegister | Dst::Perfcounters | Dst::MemMappedRegDc) => {
             ctx.write_register(c.dst as u32, value as u32);
             if c.count_64 {
                 ctx.write_register(c.dst as u32 + 1, (value >> 32) as u32);
             }
         }
-        1 | 2 | 5 => {
+        Some(Dst::MemorySync | Dst::TcL2 | Dst::Memory) => {
             if c.count_64 {
                 ctx.write_u64(c.dst, value)?;
             } else {
                 ctx.write_u32(c.dst, value as u32)?;
             }
         }
-        3 => {
+        Some(Dst::Gds) => {
             let v = [value as u32, (value >> 32) as u32];
             ctx.write_gds(c.dst, if c.count_64 { &v } else { &v[..1] })?;
         }
-        _ => report_not_emulated(ctx, "reserved destination"),
+        None => report_not_emulated(ctx, "reserved destination"),
     }
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
 /// One side of a DMA_DATA transfer, as a stream of dwords.
@@ -231,25 +222,25 @@ fn dma_write(ctx: &mut Ctx<'_>, dst: DmaEnd, data: &[u32]) -> Result<(), Pm4Erro
 /// GDS or the DATA dword) to the destination (memory, registers or GDS).
 /// SAIC/DAIC keep the memory address or register of their side fixed;
 /// GDS always increments. Register and GDS sides move whole dwords.
-pub(crate) fn dma_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let d = ctx.decode::<DmaData>(p)?;
+pub(crate) fn dma_data(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let d = ctx.decode::<DmaData>(body)?;
     if moves_nothing(&d) {
-        return Ok(Flow::Continue);
+        return Ok(Step::Next);
     }
     let len = u64::from(d.byte_count);
     let (src, dst) = dma_ends(&d);
     // Memory to memory and fills of memory keep their byte-exact fast paths.
     if let Some(result) = copy_or_fill(ctx, src, dst, len) {
-        return result.map(|()| Flow::Continue).map_err(Box::new);
+        return result.map(|()| Step::Next).map_err(Box::new);
     }
     match (src, dst) {
         (DmaEnd::Data(value), DmaEnd::Gds { offset }) => {
             ctx.state.global.fill_gds(offset, len, value).map_err(|e| ctx.gds_err(e))?;
-            return Ok(Flow::Continue);
+            return Ok(Step::Next);
         }
         (DmaEnd::Memory { address, step: false }, DmaEnd::Memory { address: t, step: true }) => {
             let value = ctx.read_u32(address)?;
-            return ctx.memory.fill(t, len, value).map(|()| Flow::Continue).map_err(|e| ctx.mem_err(e).into());
+            return ctx.memory.fill(t, len, value).map(|()| Step::Next).map_err(|e| ctx.mem_err(e).into());
         }
         _ => {}
     }
@@ -258,7 +249,7 @@ pub(crate) fn dma_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
         // A register run ends with the register file.
         let available = crate::regs::space::END.saturating_sub(index);
         if dwords > available {
-            tracing::warn!(queue = %ctx.state.queue, location = %ctx.location, "DMA_DATA register run from {index:#x} leaves the register file after {available} of {dwords} dwords");
+            tracing::warn!(queue = %ctx.state.queue, location = %ctx.location(), "DMA_DATA register run from {index:#x} leaves the register file after {available} of {dwords} dwords");
             dwords = available;
         }
     }
@@ -271,19 +262,19 @@ pub(crate) fn dma_data(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
         dma_write(ctx, dst.at(done), chunk)?;
         done += n as u32;
     }
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
 /// The source and destination of the DMA_DATA `d`.
 fn dma_ends(d: &DmaData) -> (DmaEnd, DmaEnd) {
-    let src = match d.src_sel {
-        1 => DmaEnd::Gds { offset: d.src & 0xFFFF },
-        2 => DmaEnd::Data(d.src as u32),
+    let src = match DmaDataSrcSel::from_wire(d.src_sel) {
+        Some(DmaDataSrcSel::Gds) => DmaEnd::Gds { offset: d.src & 0xFFFF },
+        Some(DmaDataSrcSel::Data) => DmaEnd::Data(d.src as u32),
         _ if d.src_is_register => DmaEnd::Register { index: (d.src >> 2) as u32, step: !d.src_no_increment },
         _ => DmaEnd::Memory { address: d.src, step: !d.src_no_increment },
     };
-    let dst = match d.dst_sel {
-        1 => DmaEnd::Gds { offset: d.dst & 0xFFFF },
+    let dst = match DmaDataDstSel::from_wire(d.dst_sel) {
+        Some(DmaDataDstSel::Gds) => DmaEnd::Gds { offset: d.dst & 0xFFFF },
         _ if d.dst_is_register => DmaEnd::Register { index: (d.dst >> 2) as u32, step: !d.dst_no_increment },
         _ => DmaEnd::Memory { address: d.dst, step: !d.dst_no_increment },
     };
@@ -304,88 +295,69 @@ fn copy_or_fill(ctx: &mut Ctx<'_>, src: DmaEnd, dst: DmaEnd, len: u64) -> Option
     Some(result.map_err(|e| ctx.mem_err(e)))
 }
 
-/// DMA_DATA's fast entry (see [`Fast`]; `body` is the packet's body): runs
-/// what [`dma_data`] runs for a packet that moves nothing, a copy from
-/// memory to memory or a fill of memory with DATA, unless the destination
-/// overlaps the dwords the loop holds (`ctx.memory`'s window: the general
-/// way ends the view after such a write). Anything else, and a body that
-/// does not decode: [`Fast::General`], having done nothing.
-pub(crate) fn dma_data_fast(ctx: &mut Ctx<'_>, body: &[u32]) -> Fast {
-    use crate::packet::body::Body;
-    let Ok(d) = DmaData::decode_body(crate::packet::Opcode::DMA_DATA, body) else { return Fast::General };
-    if moves_nothing(&d) {
-        return Fast::Done;
-    }
-    let len = u64::from(d.byte_count);
-    let (src, dst) = dma_ends(&d);
-    match dst {
-        DmaEnd::Memory { address, .. } if !ctx.memory.overlaps_window(address, len) => {}
-        _ => return Fast::General,
-    }
-    match copy_or_fill(ctx, src, dst, len) {
-        Some(result) => Fast::of(result),
-        None => Fast::General,
-    }
-}
-
 /// Whether the DMA_DATA `d` moves nothing: a read-only prefetch (DST_SEL
 /// NOWHERE), a count of 0 (the CP_SYNC-only packet a driver ends a series
 /// of copies with), or the DMA synchronisation idiom console SDKs emit (a
 /// write of CP_DMA_READ_TAGS).
 fn moves_nothing(d: &DmaData) -> bool {
-    d.dst_sel == 2
+    let dst = DmaDataDstSel::from_wire(d.dst_sel);
+    dst == Some(DmaDataDstSel::Nowhere)
         || d.byte_count == 0
-        || (d.dst_sel != 1 && d.dst_is_register && (d.dst >> 2) as u32 == gfx103::CP_DMA_READ_TAGS)
+        || (dst != Some(DmaDataDstSel::Gds) && d.dst_is_register && (d.dst >> 2) as u32 == gfx103::CP_DMA_READ_TAGS)
 }
 
-/// Applies a TC atomic operation; returns the new value (None: no such op).
-fn atomic_result(op: u32, old: u64, src: u64, cmp: u64, is_64: bool) -> Option<u64> {
+/// Applies a TC atomic operation (`op`, a base code: the 64-bit and
+/// non-returning variants folded); returns the new value.
+fn atomic_result(op: AtomicOp, old: u64, src: u64, cmp: u64, is_64: bool) -> u64 {
     let (old_s, src_s) =
         if is_64 { (old as i64, src as i64) } else { (i64::from(old as u32 as i32), i64::from(src as u32 as i32)) };
     let v = match op {
-        0x07 => src,
-        0x08 => {
+        AtomicOp::Swap => src,
+        AtomicOp::Cmpswap => {
             if old == cmp {
                 src
             } else {
                 old
             }
         }
-        0x0F => old.wrapping_add(src),
-        0x10 => old.wrapping_sub(src),
-        0x11 => (old_s.min(src_s)) as u64,
-        0x12 => old.min(src),
-        0x13 => (old_s.max(src_s)) as u64,
-        0x14 => old.max(src),
-        0x15 => old & src,
-        0x16 => old | src,
-        0x17 => old ^ src,
-        0x18 => {
+        AtomicOp::Add => old.wrapping_add(src),
+        AtomicOp::Sub => old.wrapping_sub(src),
+        AtomicOp::Smin => (old_s.min(src_s)) as u64,
+        AtomicOp::Umin => old.min(src),
+        AtomicOp::Smax => (old_s.max(src_s)) as u64,
+        AtomicOp::Umax => old.max(src),
+        AtomicOp::And => old & src,
+        AtomicOp::Or => old | src,
+        AtomicOp::Xor => old ^ src,
+        AtomicOp::Inc => {
             if old >= src {
                 0
             } else {
                 old.wrapping_add(1)
             }
         }
-        0x19 => {
+        AtomicOp::Dec => {
             if old == 0 || old > src {
                 src
             } else {
                 old - 1
             }
         }
-        _ => return None,
     };
-    Some(if is_64 { v } else { v & 0xFFFF_FFFF })
+    if is_64 {
+        v
+    } else {
+        v & 0xFFFF_FFFF
+    }
 }
 
-pub(crate) fn atomic_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let a = ctx.decode::<AtomicMem>(p)?;
+pub(crate) fn atomic_mem(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let a = ctx.decode::<AtomicMem>(body)?;
     let is_64 = a.is_64();
     let (src, cmp) = if is_64 { (a.src, a.cmp) } else { (a.src & 0xFFFF_FFFF, a.cmp & 0xFFFF_FFFF) };
-    let op = a.base_op();
+    let op = AtomicOp::from_wire(a.base_op());
     // COMMAND 1: repeat the compare-swap until it succeeds (a spin lock).
-    let spin = a.command == 1 && op == 0x08;
+    let spin = AtomicCommand::from_wire(a.command) == Some(AtomicCommand::Loop) && op == Some(AtomicOp::Cmpswap);
     let read = || -> Result<u64, Pm4Error> {
         if is_64 {
             ctx.read_u64(a.address)
@@ -393,11 +365,11 @@ pub(crate) fn atomic_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
             ctx.read_u32(a.address).map(u64::from)
         }
     };
-    if atomic_result(op, 0, src, cmp, is_64).is_none() {
+    let Some(op) = op else {
         read()?;
         report_not_emulated(ctx, "atomic operation");
-        return Ok(Flow::Continue);
-    }
+        return Ok(Step::Next);
+    };
     if spin {
         let current = read()?;
         if current != cmp {
@@ -406,10 +378,7 @@ pub(crate) fn atomic_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
     }
     // One indivisible read-modify-write on guest memory: a CPU thread or
     // another queue never sees (or slips between) a half-done operation.
-    let mut update = |old: u64| match atomic_result(op, old, src, cmp, is_64) {
-        Some(new) if !spin || old == cmp => new,
-        _ => old,
-    };
+    let mut update = |old: u64| if !spin || old == cmp { atomic_result(op, old, src, cmp, is_64) } else { old };
     let old = if is_64 {
         ctx.memory.atomic_update_u64(a.address, &mut update)
     } else {
@@ -420,37 +389,39 @@ pub(crate) fn atomic_mem(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
         // Another thread changed it between the check and the swap.
         return Ok(ctx.suspend(SuspendReason::AtomicLoop { address: a.address, compare: cmp, current: old }));
     }
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
-pub(crate) fn cond_write(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let c = ctx.decode::<CondWrite>(p)?;
+pub(crate) fn cond_write(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let c = ctx.decode::<CondWrite>(body)?;
     let value = if c.poll_memory { ctx.read_u32(c.poll)? } else { ctx.read_register(c.poll as u32) };
     if c.function.test(u64::from(value & c.mask), u64::from(c.reference)) && c.function != CompareFunction::Reserved {
-        match c.write_space {
-            0 => ctx.write_register(c.write as u32, c.data),
-            1 => ctx.write_u32(c.write, c.data)?,
-            _ => report_not_emulated(ctx, "scratch write space"),
+        match CondWriteSpace::from_wire(c.write_space) {
+            Some(CondWriteSpace::Register) => ctx.write_register(c.write as u32, c.data),
+            Some(CondWriteSpace::Memory) => ctx.write_u32(c.write, c.data)?,
+            Some(CondWriteSpace::Scratch) | None => report_not_emulated(ctx, "scratch write space"),
         }
     }
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
 #[cfg(test)]
 mod tests {
     use super::atomic_result;
+    use crate::packet::wire::AtomicOp;
 
     #[test]
     fn atomics() {
-        assert_eq!(atomic_result(0x0F, 5, 3, 0, false), Some(8));
-        assert_eq!(atomic_result(0x10, 0, 1, 0, false), Some(0xFFFF_FFFF));
-        assert_eq!(atomic_result(0x08, 5, 9, 5, false), Some(9));
-        assert_eq!(atomic_result(0x08, 4, 9, 5, false), Some(4));
-        assert_eq!(atomic_result(0x11, 0xFFFF_FFFF, 1, 0, false), Some(0xFFFF_FFFF));
-        assert_eq!(atomic_result(0x12, 0xFFFF_FFFF, 1, 0, false), Some(1));
-        assert_eq!(atomic_result(0x18, 3, 3, 0, false), Some(0));
-        assert_eq!(atomic_result(0x19, 0, 7, 0, false), Some(7));
-        assert_eq!(atomic_result(0x0F, u64::MAX, 1, 0, true), Some(0));
-        assert_eq!(atomic_result(0x01, 0, 0, 0, false), None);
+        let op = |code| AtomicOp::from_wire(code).unwrap();
+        assert_eq!(atomic_result(op(0x0F), 5, 3, 0, false), 8);
+        assert_eq!(atomic_result(op(0x10), 0, 1, 0, false), 0xFFFF_FFFF);
+        assert_eq!(atomic_result(op(0x08), 5, 9, 5, false), 9);
+        assert_eq!(atomic_result(op(0x08), 4, 9, 5, false), 4);
+        assert_eq!(atomic_result(op(0x11), 0xFFFF_FFFF, 1, 0, false), 0xFFFF_FFFF);
+        assert_eq!(atomic_result(op(0x12), 0xFFFF_FFFF, 1, 0, false), 1);
+        assert_eq!(atomic_result(op(0x18), 3, 3, 0, false), 0);
+        assert_eq!(atomic_result(op(0x19), 0, 7, 0, false), 7);
+        assert_eq!(atomic_result(op(0x0F), u64::MAX, 1, 0, true), 0);
+        assert_eq!(AtomicOp::from_wire(0x01), None);
     }
 }

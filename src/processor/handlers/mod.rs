@@ -1,5 +1,23 @@
-//! Packet handlers, one module per concept. Each handler decodes its body
-//! with [`crate::packet::body`] and applies the effect through the context.
+//! Packet handlers, one module per packet family. Every handler has one
+//! signature (`view::context::Handler`): the context, placed on the packet,
+//! and the packet's body in; a [`Step`] out. It decodes its body with its
+//! [`crate::packet::body`] type (`Ctx::decode`) and applies the effect
+//! through the context.
+//!
+//! | module | packets |
+//! |---|---|
+//! | `registers` | SET_*_REG (the general store), LOAD_*_REG(_INDEX), REG_RMW, CONTEXT_REG_RMW, CLEAR_STATE, CONTEXT_CONTROL, SET_QUEUE_REG, SET_CONTEXT_REG_INDIRECT, SET_SH_REG_OFFSET |
+//! | `memory_ops` | WRITE_DATA, COPY_DATA, DMA_DATA, ATOMIC_MEM, COND_WRITE |
+//! | `wait` | WAIT_REG_MEM(64), REWIND, MEM_SEMAPHORE |
+//! | `events` | EVENT_WRITE, RELEASE_MEM / EVENT_WRITE_EOP, EVENT_WRITE_EOS, ACQUIRE_MEM, SURFACE_SYNC, OCCLUSION_QUERY |
+//! | `draw` | every draw packet, index state, NUM_INSTANCES, SET_BASE, STRMOUT_BUFFER_UPDATE, program binding |
+//! | `dispatch` | DISPATCH_DIRECT / _INDIRECT, the task/mesh dispatches |
+//! | `predication` | SET_PREDICATION, COND_EXEC, PRED_EXEC |
+//! | `indirect` | INDIRECT_BUFFER (call, chain, conditional), INDIRECT_BUFFER_CONST |
+//! | `const_engine` | CE RAM and the CE/DE counters |
+//! | `nop` | NOP, its payload conventions, packets with no effect |
+//!
+//! Packets with no handler, and embedders' private packets, are below.
 
 pub(crate) mod const_engine;
 pub(crate) mod dispatch;
@@ -12,53 +30,62 @@ pub(crate) mod predication;
 pub(crate) mod registers;
 pub(crate) mod wait;
 
-use super::context::{Ctx, Flow, HandlerResult};
+use super::view::context::{Ctx, HandlerResult, Step};
 use super::{unknown_packet_report, Pm4Error, UnknownPacketPolicy};
 use crate::backend::NotEmulated;
-use crate::packet::Packet;
+use crate::packet::private::PrivatePacket;
 
-/// What a plain handler's fast entry did (see `tables::FAST_ENTRIES`): the
-/// loop calls one for a packet it holds whole, with the context's location
-/// and opcode set to the packet's and none of a handler call's bookkeeping.
-pub(crate) enum Fast {
-    /// The packet ran: the loop goes on past it.
-    Done,
-    /// Nothing was done: the loop runs the packet through its handler.
-    General,
-    /// The packet failed, as its handler fails.
-    Failed(Box<Pm4Error>),
-    /// The packet waits, as its handler waits: the entry called
-    /// [`Ctx::suspend`], and the packet runs again on resume.
-    Suspended,
+/// The entry of every opcode with no handler on its queue (see
+/// `processor::opcodes`): an embedder's private packet when its table
+/// matches ([`private_packet`]), else [`unhandled`].
+#[cold]
+pub(crate) fn unhandled_packet(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    if private_packet(ctx, body) {
+        return Ok(Step::Next);
+    }
+    unhandled(ctx, body)
 }
 
-impl Fast {
-    /// What an entry answers once its packet's effect ran with `result`.
-    pub(crate) fn of(result: Result<(), Pm4Error>) -> Fast {
-        match result {
-            Ok(()) => Fast::Done,
-            Err(e) => Fast::Failed(Box::new(e)),
-        }
-    }
+/// Hands the packet to [`crate::backend::Backend::private_packet`] when the
+/// embedder's private-packet table
+/// ([`crate::processor::ProcessorConfig::private_packets`]) matches it;
+/// false, doing nothing, when it does not.
+pub(crate) fn private_packet(ctx: &mut Ctx<'_>, body: &[u32]) -> bool {
+    let header = ctx.header();
+    let Some(entry) = super::private_entry(&ctx.state.config.private_packets, ctx.state.queue, header, body) else {
+        return false;
+    };
+    let packet = PrivatePacket {
+        queue: ctx.state.queue,
+        name: entry.name(),
+        code: entry.code(),
+        header,
+        payload: entry.payload(body),
+        location: ctx.location(),
+    };
+    tracing::debug!(queue = %packet.queue, location = %packet.location, "private packet {} (code {:#x})", packet.name, packet.code);
+    ctx.backend.private_packet(&packet);
+    true
 }
 
 /// A type-3 packet without a handler: known opcodes are reported as not
 /// emulated, unknown ones with a hex dump; both are skipped by length (or,
 /// for unknown packets under [`UnknownPacketPolicy::Stop`], stop).
 #[cold]
-pub(crate) fn unhandled(ctx: &mut Ctx<'_>, packet: &Packet<'_>) -> HandlerResult {
+pub(crate) fn unhandled(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let packet = &ctx.packet(body);
     let state = &mut *ctx.state;
     let opcode = packet.opcode();
     // A graphics-ring packet on a compute queue is reported like an unknown
     // packet of that queue: a driver bug on real hardware.
-    let wrong_queue = !state.queue.is_graphics() && super::tables::is_graphics_only(opcode);
+    let wrong_queue = !state.queue.is_graphics() && super::is_graphics_only(opcode);
     if opcode.is_known() && !wrong_queue {
         if let Some(slot) = state.stats.not_emulated.get_mut(opcode.0 as usize) {
             *slot += 1;
         }
         tracing::debug!(queue = %state.queue, location = %packet.location, "{opcode} is not emulated; skipped");
         ctx.backend.not_emulated(&NotEmulated { queue: state.queue, opcode, location: packet.location });
-        return Ok(Flow::Continue);
+        return Ok(Step::Next);
     }
     state.stats.unknown += 1;
     let report = unknown_packet_report(state.queue, &ctx.memory, packet);
@@ -77,7 +104,7 @@ pub(crate) fn unhandled(ctx: &mut Ctx<'_>, packet: &Packet<'_>) -> HandlerResult
         state.stats.unknown_packets.push(report);
     }
     match state.config.unknown_packet_policy {
-        UnknownPacketPolicy::Skip => Ok(Flow::Continue),
+        UnknownPacketPolicy::Skip => Ok(Step::Next),
         UnknownPacketPolicy::Stop => Err(Box::new(Pm4Error::UnknownPacket {
             location: packet.location,
             header: packet.header.0,
@@ -89,9 +116,10 @@ pub(crate) fn unhandled(ctx: &mut Ctx<'_>, packet: &Packet<'_>) -> HandlerResult
 /// Counts and reports a form of an emulated packet that is not emulated
 /// (`what` names the form), with no effect.
 pub(crate) fn report_not_emulated(ctx: &mut Ctx<'_>, what: &str) {
-    tracing::debug!(queue = %ctx.state.queue, location = %ctx.location, "{} {what}: not emulated", ctx.opcode);
-    if let Some(slot) = ctx.state.stats.not_emulated.get_mut(ctx.opcode.0 as usize) {
+    let (opcode, location) = (ctx.opcode(), ctx.location());
+    tracing::debug!(queue = %ctx.state.queue, %location, "{opcode} {what}: not emulated");
+    if let Some(slot) = ctx.state.stats.not_emulated.get_mut(opcode.0 as usize) {
         *slot += 1;
     }
-    ctx.backend.not_emulated(&NotEmulated { queue: ctx.state.queue, opcode: ctx.opcode, location: ctx.location });
+    ctx.backend.not_emulated(&NotEmulated { queue: ctx.state.queue, opcode, location });
 }

@@ -1,19 +1,22 @@
-//! Register writers: SET_*_REG (and their _INDEX forms), LOAD_*_REG,
-//! LOAD_*_REG_INDEX (including the offset/value-pair tables PS5 drivers load
-//! straight from shader containers), CONTEXT_REG_RMW, REG_RMW, CLEAR_STATE
-//! and CONTEXT_CONTROL.
+//! Register writers: SET_*_REG (and their _INDEX forms) when the view loop
+//! does not store them inline, LOAD_*_REG, LOAD_*_REG_INDEX (including the
+//! offset/value-pair tables PS5 drivers load straight from shader
+//! containers), CONTEXT_REG_RMW, REG_RMW, CLEAR_STATE, CONTEXT_CONTROL,
+//! SET_QUEUE_REG, SET_CONTEXT_REG_INDIRECT and SET_SH_REG_OFFSET. The
+//! stores themselves are `processor::register_store`'s.
 
 use crate::memory::address_from_dwords;
 use crate::memory::GuestMemory;
 use crate::memory::ADDRESS_MASK;
 use crate::packet::body::{
     BodyError, ClearState, ContextControl, ContextRegRmw, LoadRegisters, LoadRegistersIndex, RegRmw,
-    SetContextRegIndirect, SetQueueReg, SetShRegOffset,
+    SetContextRegIndirect, SetQueueReg, SetRegisters, SetShRegOffset,
 };
-use crate::packet::{Opcode, Packet};
-use crate::processor::context::{write_register, Ctx, Flow, HandlerResult};
-use crate::processor::handlers::Fast;
-use crate::processor::{tables, ProcessorState};
+use crate::packet::wire::{ClearStateCmd, LoadIndex};
+use crate::packet::Opcode;
+use crate::processor::register_store::{write_register, write_run, CLEAR_STATE_PIECES};
+use crate::processor::view::context::{Ctx, HandlerResult, Step};
+use crate::processor::ProcessorState;
 use crate::regs::{space, RegisterSpace};
 
 /// `(space base, space size)` of the space an opcode writes.
@@ -27,118 +30,23 @@ fn run_leaves_space(state: &ProcessorState, first: u32, written: usize, total: u
     tracing::warn!(queue = %state.queue, "register run from {first:#x} leaves its space after {written} of {total} values");
 }
 
-/// Writes `values` to consecutive registers of a space from `offset`;
-/// values that would run past the space's end are dropped and logged.
-#[inline]
-pub(crate) fn write_run(state: &mut ProcessorState, base: u32, size: u32, offset: u32, values: &[u32]) {
-    let available = size.saturating_sub(offset) as usize;
-    let values = if values.len() > available {
-        run_leaves_space(state, base + offset, available, values.len());
-        values.get(..available).unwrap_or(&[])
-    } else {
-        values
-    };
-    let first = base + offset;
-    let marks = tables::register_run_marks(first, values.len());
-    let mut done = 0usize;
-    while let Some(rest) = values.get(done..).filter(|r| !r.is_empty()) {
-        let slots = state.regs.range_mut(first + done as u32, rest.len() as u32);
-        let n = slots.len();
-        match rest.get(..n) {
-            Some(chunk) if n > 0 => store_run(slots, chunk),
-            _ => break,
-        }
-        done += n;
-    }
-    state.dirty |= marks & !tables::CALLS_HANDLER;
-    if first >= space::UCONFIG {
-        publish_uconfig(state, first, values.get(..done).unwrap_or(&[]));
-    }
-    if marks & tables::CALLS_HANDLER != 0 {
-        run_handlers(state, first, values);
-    }
-}
-
-/// Copies `values` into `slots` (runs are a few registers long: up to four
-/// are stored without a loop or a memcpy call).
-#[inline]
-fn store_run(slots: &mut [u32], values: &[u32]) {
-    if store_up_to_4(slots, values) {
-        return;
-    }
-    if slots.len() == values.len() {
-        slots.copy_from_slice(values);
-    } else {
-        for (slot, value) in slots.iter_mut().zip(values) {
-            *slot = *value;
-        }
-    }
-}
-
-/// Copies 1 to 4 values into as many slots without a loop or a call
-/// (false, copying nothing, for any other length).
-#[inline(always)]
-pub(crate) fn store_up_to_4(slots: &mut [u32], values: &[u32]) -> bool {
-    match (slots, values) {
-        ([s0], [v0]) => *s0 = *v0,
-        ([s0, s1], [v0, v1]) => {
-            *s0 = *v0;
-            *s1 = *v1;
-        }
-        ([s0, s1, s2], [v0, v1, v2]) => {
-            *s0 = *v0;
-            *s1 = *v1;
-            *s2 = *v2;
-        }
-        ([s0, s1, s2, s3], [v0, v1, v2, v3]) => {
-            *s0 = *v0;
-            *s1 = *v1;
-            *s2 = *v2;
-            *s3 = *v3;
-        }
-        _ => return false,
-    }
-    true
-}
-
-/// SET_*_REG and their _INDEX forms as a handler: the loop stores these
-/// runs itself (see `tables::REGISTER_RUNS`); this is the same store for
-/// a caller that goes through the handler table.
-pub(crate) fn set_registers(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let (base, size) = space_of(p.opcode());
-    match p.body.split_first() {
-        Some((first, values)) => write_run(ctx.state, base, size, first & 0xFFFF, values),
-        None => return Err(Box::new(ctx.body_err(BodyError::Missing { opcode: p.opcode(), index: 0, body_len: 0 }))),
-    }
-    Ok(Flow::Continue)
-}
-
-/// UCONFIG registers are GPU-wide: a run of them goes to the shared file too.
-#[inline]
-fn publish_uconfig(state: &ProcessorState, first: u32, values: &[u32]) {
-    for (i, value) in values.iter().enumerate() {
-        state.global.set_uconfig(first + i as u32, *value);
-    }
-}
-
-/// The register handlers of a run, in register order, after every value of
-/// the run is stored.
-#[cold]
-fn run_handlers(state: &mut ProcessorState, first: u32, values: &[u32]) {
-    let actions = tables::register_actions(first, values.len());
-    for (i, (action, value)) in actions.iter().zip(values).enumerate() {
-        if let tables::RegisterAction::Call(handler) = action {
-            handler(state, first + i as u32, *value);
-        }
-    }
+/// SET_*_REG and their _INDEX forms: the values go to consecutive
+/// registers of the opcode's space from dw0 \[15:0\]. The view loop stores
+/// most runs itself (`register_store::store_register_run`); this is the
+/// store of every other one, and of every run on the general path.
+pub(crate) fn set_registers(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let set = ctx.decode::<SetRegisters>(body)?;
+    let (base, size) = space_of(set.opcode);
+    write_run(ctx.state, base, size, set.offset, set.values);
+    Ok(Step::Next)
 }
 
 /// LOAD_UCONFIG/SH/CONFIG/CONTEXT_REG: (offset, count) ranges from a memory
 /// image of the register space.
-pub(crate) fn load_reg(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let load = ctx.decode::<LoadRegisters>(p)?;
+pub(crate) fn load_reg(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let load = ctx.decode::<LoadRegisters>(body)?;
     let base_address = load.address;
-    let (base, size) = space_of(p.opcode());
+    let (base, size) = space_of(ctx.opcode());
     for (offset, count) in load.ranges() {
         let mut buf = [0u32; 64];
         let mut done = 0u32;
@@ -151,7 +59,7 @@ pub(crate) fn load_reg(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
             done += n;
         }
     }
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
 /// Is `offset` (as stored in an offset/value table) a padding entry?
@@ -162,14 +70,14 @@ fn is_padding(offset: u32) -> bool {
 }
 
 /// LOAD_SH/UCONFIG/CONTEXT_REG_INDEX.
-pub(crate) fn load_reg_index(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let load = ctx.decode::<LoadRegistersIndex>(p)?;
-    let address = if load.index == 1 {
+pub(crate) fn load_reg_index(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let load = ctx.decode::<LoadRegistersIndex>(body)?;
+    let address = if LoadIndex::from_wire(load.index) == Some(LoadIndex::Offset) {
         ctx.state.bases.load_index.wrapping_add(u64::from(load.address_hi)) & crate::memory::ADDRESS_MASK
     } else {
         address_from_dwords(load.address_lo, load.address_hi & 0xFFFF, 2)
     };
-    let (base, size) = space_of(p.opcode());
+    let (base, size) = space_of(ctx.opcode());
     if load.pairs {
         let mut buf = [0u32; 64];
         let total = u64::from(load.num_dwords) * 2;
@@ -202,27 +110,27 @@ pub(crate) fn load_reg_index(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult
             done += n;
         }
     }
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
-pub(crate) fn context_reg_rmw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let ContextRegRmw { offset, mask, data } = ctx.decode(p)?;
+pub(crate) fn context_reg_rmw(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let ContextRegRmw { offset, mask, data } = ctx.decode(body)?;
     if offset < space::CONTEXT_SIZE {
         let register = space::CONTEXT + offset;
         let old = ctx.state.regs.get(register);
         ctx.write_register(register, (old & !mask) | (data & mask));
     }
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
-pub(crate) fn reg_rmw(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let rmw = ctx.decode::<RegRmw>(p)?;
+pub(crate) fn reg_rmw(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let rmw = ctx.decode::<RegRmw>(body)?;
     let register = rmw.register;
     let and_mask = if rmw.and_from_register { ctx.read_register(rmw.and_mask & 0x3FFFF) } else { rmw.and_mask };
     let or_mask = if rmw.or_from_register { ctx.read_register(rmw.or_mask & 0x3FFFF) } else { rmw.or_mask };
     let old = ctx.read_register(register);
     ctx.write_register(register, (old & and_mask) | or_mask);
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
 /// Saves the context registers on the context stack (bounded at 8).
@@ -253,35 +161,23 @@ pub(crate) fn pop_context(state: &mut ProcessorState) {
 /// `registers/clear-state-gfx10.json`: 0 unless listed; registers outside
 /// the extents keep theirs), 1 pushes the context, 2 pops it, 3 pushes then
 /// clears.
-pub(crate) fn clear_state(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let cmd = ctx.decode::<ClearState>(p)?.cmd;
+pub(crate) fn clear_state(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let cmd = ctx.decode::<ClearState>(body)?.cmd;
     run_clear_state(ctx.state, cmd);
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
-/// CLEAR_STATE's fast entry (see [`Fast`]): what [`clear_state`] does. A
-/// body that does not decode: [`Fast::General`].
-pub(crate) fn clear_state_fast(ctx: &mut Ctx<'_>, body: &[u32]) -> Fast {
-    use crate::packet::body::Body;
-    match ClearState::decode_body(Opcode::CLEAR_STATE, body) {
-        Ok(c) => {
-            run_clear_state(ctx.state, c.cmd);
-            Fast::Done
-        }
-        Err(_) => Fast::General,
-    }
-}
-
-/// CLEAR_STATE's effect for its CMD.
+/// CLEAR_STATE's effect for its CMD (an undefined one does nothing).
 fn run_clear_state(state: &mut ProcessorState, cmd: u32) {
-    if cmd == 1 || cmd == 3 {
-        push_context(state);
-    }
-    if cmd == 2 {
-        pop_context(state);
-    }
-    if cmd == 0 || cmd == 3 {
-        load_clear_state(state);
+    match ClearStateCmd::from_wire(cmd) {
+        Some(ClearStateCmd::ClearState) => load_clear_state(state),
+        Some(ClearStateCmd::PushState) => push_context(state),
+        Some(ClearStateCmd::PopState) => pop_context(state),
+        Some(ClearStateCmd::PushClearState) => {
+            push_context(state);
+            load_clear_state(state);
+        }
+        None => {}
     }
 }
 
@@ -306,11 +202,10 @@ const fn clear_state_image() -> [u32; space::CONTEXT_SIZE as usize] {
 
 /// Writes the clear-state image into the context registers' extents: one
 /// copy per piece of an extent in one register page
-/// (`tables::CLEAR_STATE_PIECES`), then the state groups their registers
-/// mark: the same stores and marks as writing each register in turn (no
-/// context register calls a handler).
+/// (`register_store::CLEAR_STATE_PIECES`), then the state groups their registers
+/// mark: the same stores and marks as writing each register in turn.
 pub(crate) fn load_clear_state(state: &mut ProcessorState) {
-    let plan = &tables::CLEAR_STATE_PIECES;
+    let plan = &CLEAR_STATE_PIECES;
     for &(offset, count) in plan.pieces() {
         let slots = state.regs.range_mut(space::CONTEXT + offset, count);
         if let Some(values) = CLEAR_STATE_IMAGE.get(offset as usize..(offset + count) as usize) {
@@ -324,23 +219,10 @@ pub(crate) fn load_clear_state(state: &mut ProcessorState) {
 
 /// CONTEXT_CONTROL: register shadowing enables; every register already lives
 /// in the register file, so only the enables are kept.
-pub(crate) fn context_control(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let control = ctx.decode(p)?;
+pub(crate) fn context_control(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let control = ctx.decode(body)?;
     set_context_control(ctx.state, control);
-    Ok(Flow::Continue)
-}
-
-/// CONTEXT_CONTROL's fast entry (see [`Fast`]): what [`context_control`]
-/// does. A body that does not decode: [`Fast::General`].
-pub(crate) fn context_control_fast(ctx: &mut Ctx<'_>, body: &[u32]) -> Fast {
-    use crate::packet::body::Body;
-    match ContextControl::decode_body(Opcode::CONTEXT_CONTROL, body) {
-        Ok(control) => {
-            set_context_control(ctx.state, control);
-            Fast::Done
-        }
-        Err(_) => Fast::General,
-    }
+    Ok(Step::Next)
 }
 
 /// CONTEXT_CONTROL's effect: the enables with their bit 31 set.
@@ -357,8 +239,8 @@ fn set_context_control(state: &mut ProcessorState, ContextControl { load, shadow
 
 /// SET_QUEUE_REG (compute queues): values for the queue's own registers
 /// from dw0 [7:0] on, kept per processor (256 of them).
-pub(crate) fn set_queue_reg(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let set = ctx.decode::<SetQueueReg>(p)?;
+pub(crate) fn set_queue_reg(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let set = ctx.decode::<SetQueueReg>(body)?;
     let regs = &mut ctx.state.queue_registers;
     if regs.len() != 256 {
         regs.resize(256, 0);
@@ -366,14 +248,14 @@ pub(crate) fn set_queue_reg(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult 
     for (slot, value) in regs.iter_mut().skip(set.offset as usize).zip(set.values) {
         *slot = *value;
     }
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
 /// SET_CONTEXT_REG_INDIRECT (0x73, §2, §3.2): context register
 /// REG_OFFSET + i takes the dword at the patch table (SET_BASE index 0) +
 /// 4 × the i-th offset of the packet.
-pub(crate) fn set_context_reg_indirect(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let s = ctx.decode::<SetContextRegIndirect>(p)?;
+pub(crate) fn set_context_reg_indirect(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let s = ctx.decode::<SetContextRegIndirect>(body)?;
     let table = ctx.state.bases.patch_table;
     for (i, offset) in s.table_offsets.iter().enumerate() {
         let relative = s.reg_offset + i as u32;
@@ -384,7 +266,7 @@ pub(crate) fn set_context_reg_indirect(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Han
         let value = ctx.read_u32(table.wrapping_add(u64::from(*offset) * 4) & ADDRESS_MASK)?;
         ctx.write_register(space::CONTEXT + relative, value);
     }
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
 /// SET_SH_REG_OFFSET (0x77, §3.42), read as follows where the reference is
@@ -395,11 +277,11 @@ pub(crate) fn set_context_reg_indirect(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> Han
 /// - INDEX 2: the register gets the dword at the SET_BASE index-5 base +
 ///   DATA_OFFSET (bytes);
 /// - INDEX 1: the pair gets the two dwords there.
-pub(crate) fn set_sh_reg_offset(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerResult {
-    let s = ctx.decode::<SetShRegOffset>(p)?;
+pub(crate) fn set_sh_reg_offset(ctx: &mut Ctx<'_>, body: &[u32]) -> HandlerResult {
+    let s = ctx.decode::<SetShRegOffset>(body)?;
     let values = match s.index {
         0 => {
-            let address = ctx.location.buffer.wrapping_add(u64::from(s.offset) * 4) & ADDRESS_MASK;
+            let address = ctx.location().buffer.wrapping_add(u64::from(s.offset) * 4) & ADDRESS_MASK;
             [address as u32, ((address >> 32) as u32 & 0xFFFF) | (s.driver_data.unwrap_or(0) << 16)]
         }
         1 | 2 => {
@@ -409,12 +291,14 @@ pub(crate) fn set_sh_reg_offset(ctx: &mut Ctx<'_>, p: &Packet<'_>) -> HandlerRes
             [first, second]
         }
         _ => {
-            return Err(Box::new(ctx.body_err(BodyError::Invalid { opcode: p.opcode(), what: "INDEX 3 is reserved" })))
+            return Err(Box::new(
+                ctx.body_err(BodyError::Invalid { opcode: ctx.opcode(), what: "INDEX 3 is reserved" }),
+            ))
         }
     };
     let count = if s.index == 2 { 1 } else { 2 };
     write_run(ctx.state, space::SH, space::SH_SIZE, s.reg_offset, &values[..count]);
-    Ok(Flow::Continue)
+    Ok(Step::Next)
 }
 
 #[cfg(test)]
