@@ -7,9 +7,10 @@
 //!   GPU: the GPU polls its suspended waits and resumes them;
 //! - its renderer's callbacks call back into the `Gpu` (counters, more
 //!   work) through a `Weak` they keep;
-//! - the game's driver emits a packet of the emulator's own (a private
-//!   NOP the emulator registered), which reaches the renderer as a host
-//!   command, not as a NOP or an unknown packet;
+//! - the emulator's own graphics library emits a packet of its own (a NOP
+//!   with a code in header bits [7:2], as KytyPS5 encodes its
+//!   sub-operations), registered in a private-packet table: it reaches the
+//!   renderer as that packet, not as a NOP or an unknown packet;
 //! - at exit the GPU is shut down through an `Arc` while threads still
 //!   wait on it, and every one of them wakes.
 //!
@@ -26,8 +27,8 @@ use pm4core::gpu::{Gpu, GpuConfig, GpuError, InterruptReceiver};
 use pm4core::memory::GuestMemory;
 use pm4core::packet::body::CompareFunction;
 use pm4core::packet::builder::{CommandBuffer, Signal};
-use pm4core::packet::Opcode;
-use pm4core::processor::{HostCommand, ProcessorConfig, HOST_COMMAND_SIGNATURE};
+use pm4core::packet::private::{PrivatePacket, PrivatePacketEntry, PrivatePackets};
+use pm4core::processor::ProcessorConfig;
 use pm4core_hostmem::{HostMappedMemory, HostMapping};
 
 /// Guest RAM: 16 MiB at guest address 0x2_0000_0000, as the emulator maps it.
@@ -37,8 +38,10 @@ const COMMANDS: u64 = RAM_BASE + 0x10_0000;
 const LABELS: u64 = RAM_BASE + 0x80_0000;
 /// Frames each guest thread runs.
 const FRAMES: u32 = 200;
-/// The emulator's private packet: a NOP with this host-command code.
-const PRIVATE_PRESENT: u16 = 0x42;
+/// The emulator's private present packet: a NOP with code 0x2A in header
+/// bits [7:2] (its payload: the frame number).
+const PRESENT_CODE: u32 = 0x2A;
+const PRESENT_HEADER: u32 = 0xC000_1000 | PRESENT_CODE << 2;
 
 type NativeGpu = Gpu<Arc<HostMappedMemory>, Renderer>;
 
@@ -60,8 +63,8 @@ impl Backend for Renderer {
     fn fence(&mut self, _: &Fence) {
         self.fences.fetch_add(1, Ordering::Relaxed);
     }
-    fn host_command(&mut self, _queue: QueueId, code: u32, _payload: &[u32]) {
-        if code != u32::from(PRIVATE_PRESENT) {
+    fn private_packet(&mut self, packet: &PrivatePacket<'_>) {
+        if packet.code != PRESENT_CODE || packet.payload.len() != 1 {
             return;
         }
         self.presents.fetch_add(1, Ordering::Relaxed);
@@ -101,7 +104,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cell = Arc::clone(&renderer.gpu);
     let config = GpuConfig {
         processor: ProcessorConfig {
-            host_commands: vec![(PRIVATE_PRESENT, HostCommand::Custom)],
+            private_packets: PrivatePackets::new([
+                PrivatePacketEntry::new("EMU_PRESENT", PRESENT_CODE).header(0xC000_FFFC, PRESENT_HEADER)
+            ]),
             ..ProcessorConfig::default()
         },
         ..GpuConfig::default()
@@ -134,7 +139,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 for frame in 1..=FRAMES {
                     let mut cb = CommandBuffer::new();
                     cb.wait_mem(label, CompareFunction::GreaterEqual, frame, u32::MAX)?
-                        .pkt3(Opcode::NOP, &[HOST_COMMAND_SIGNATURE | u32::from(PRIVATE_PRESENT), frame])?
+                        .raw(&[PRESENT_HEADER, frame])? // the private present, one payload dword
                         .release32(label + 4, frame, Signal::Interrupt)?;
                     let at = COMMANDS + 0x1_0000 * t as u64 + 0x40 * u64::from(frame % 512);
                     memory.write_bytes(at, &cb.to_bytes())?;
