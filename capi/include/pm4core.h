@@ -1787,7 +1787,9 @@ enum pm4_status pm4_memory_new_callbacks(const struct pm4_memory_callbacks *call
  * Makes `size` bytes of zeroed guest memory at guest address `base`,
  * allocated and owned by the library (for tools and tests; an emulator
  * usually hands the GPU its own memory with `pm4_memory_new_host`).
- * `base` and `size` must be multiples of 8. Writes the handle to `*out`.
+ * `base` must be a multiple of 8 and `size` at most 16 GiB
+ * (`PM4_STATUS_INVALID_ARGUMENT` above: a larger allocation that the host
+ * cannot give would end the process). Writes the handle to `*out`.
  *
  * Threads: any. From a callback: yes.
  *

@@ -265,10 +265,15 @@ pub unsafe extern "C" fn pm4_memory_new_callbacks(
     })
 }
 
+/// The largest memory `pm4_memory_new_flat` allocates.
+const FLAT_MAX: u64 = 16 << 30;
+
 /// Makes `size` bytes of zeroed guest memory at guest address `base`,
 /// allocated and owned by the library (for tools and tests; an emulator
 /// usually hands the GPU its own memory with `pm4_memory_new_host`).
-/// `base` and `size` must be multiples of 8. Writes the handle to `*out`.
+/// `base` must be a multiple of 8 and `size` at most 16 GiB
+/// (`PM4_STATUS_INVALID_ARGUMENT` above: a larger allocation that the host
+/// cannot give would end the process). Writes the handle to `*out`.
 ///
 /// Threads: any. From a callback: yes.
 ///
@@ -279,6 +284,11 @@ pub unsafe extern "C" fn pm4_memory_new_callbacks(
 pub unsafe extern "C" fn pm4_memory_new_flat(base: u64, size: u64, out: *mut *mut pm4_memory) -> pm4_status {
     boundary("pm4_memory_new_flat", || {
         let out = Out::new(out, "out")?;
+        if size > FLAT_MAX {
+            return Err(Error::invalid(format_args!(
+                "size {size:#x} is above the {FLAT_MAX:#x} bytes library memory may have"
+            )));
+        }
         let memory = FlatMemory::new(base, size)?;
         insert_memory(Arc::new(memory), None, out)
     })
