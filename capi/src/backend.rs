@@ -352,6 +352,13 @@ pub struct pm4_backend {
     pub release: Option<unsafe extern "C" fn(user_data: *mut c_void)>,
 }
 
+/// A backend with no callbacks (for Rust callers of the C ABI).
+impl Default for pm4_backend {
+    fn default() -> Self {
+        pm4_backend::EMPTY
+    }
+}
+
 impl pm4_backend {
     /// A backend with no callbacks.
     pub(crate) const EMPTY: pm4_backend = pm4_backend {

@@ -276,3 +276,66 @@ pub(crate) fn boundary(function: &'static str, body: impl FnOnce() -> Result<(),
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_inside_a_call_is_a_status_and_a_message_not_an_unwind() {
+        let status = boundary("pm4_test_call", || panic!("the bug's own words"));
+        assert_eq!(status, PM4_STATUS_PANIC);
+        assert_eq!(last_status(), PM4_STATUS_PANIC);
+        assert_eq!(last_message_bytes(), b"pm4_test_call: pm4core panicked: the bug's own words");
+        // A success leaves the last error as it was.
+        assert_eq!(boundary("pm4_other", || Ok(())), PM4_STATUS_OK);
+        assert_eq!(last_status(), PM4_STATUS_PANIC);
+    }
+
+    #[test]
+    fn a_nul_inside_a_message_does_not_cut_it_short() {
+        set_last_error("pm4_f", &Error::invalid("a\0b"));
+        assert_eq!(last_message_bytes(), b"pm4_f: a?b");
+    }
+
+    #[test]
+    fn the_statuses_are_numbered_from_0_each_with_a_nul_terminated_text() {
+        let all = [
+            PM4_STATUS_OK,
+            PM4_STATUS_NULL_ARGUMENT,
+            PM4_STATUS_INVALID_ARGUMENT,
+            PM4_STATUS_INVALID_HANDLE,
+            PM4_STATUS_BAD_QUEUE,
+            PM4_STATUS_UNMAPPED,
+            PM4_STATUS_OUT_OF_RANGE,
+            PM4_STATUS_MISALIGNED,
+            PM4_STATUS_PROTECTION,
+            PM4_STATUS_MEMORY_ERROR,
+            PM4_STATUS_INVALID_SUBMISSION,
+            PM4_STATUS_PENDING,
+            PM4_STATUS_TIMEOUT,
+            PM4_STATUS_EMPTY,
+            PM4_STATUS_BUFFER_TOO_SMALL,
+            PM4_STATUS_SHUT_DOWN,
+            PM4_STATUS_CALLED_FROM_CALLBACK,
+            PM4_STATUS_WRONG_MODE,
+            PM4_STATUS_DEADLOCK,
+            PM4_STATUS_ABORTED,
+            PM4_STATUS_PROCESSOR_ERROR,
+            PM4_STATUS_BACKEND_PANICKED,
+            PM4_STATUS_MEMORY_PANICKED,
+            PM4_STATUS_WORKER_LOST,
+            PM4_STATUS_SPAWN_FAILED,
+            PM4_STATUS_IO_ERROR,
+            PM4_STATUS_TRACE_ERROR,
+            PM4_STATUS_UNSUPPORTED,
+            PM4_STATUS_PANIC,
+            PM4_STATUS_ERROR,
+        ];
+        for (number, status) in all.into_iter().enumerate() {
+            assert_eq!(status as usize, number);
+            let text = status_text(status);
+            assert!(text.ends_with('\0') && text.len() > 1 && !text[..text.len() - 1].contains('\0'));
+        }
+    }
+}

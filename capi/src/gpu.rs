@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use pm4core::gpu::{Gpu, RunStatus};
-use pm4core::memory::GuestMemory;
+use pm4core::memory::{check_range, GuestMemory};
 use pm4core::recorder::RecorderLog;
 use pm4core::regs::REGISTER_FILE_DWORDS;
 
@@ -320,12 +320,16 @@ pub unsafe extern "C" fn pm4_gpu_notify_host_write(
         let gpu = handle::get::<GpuObject>(gpu, "gpu")?;
         let out = OptOut::new(woken, "woken")?;
         if let Some(log) = &gpu.log {
-            // The bytes as the CPU left them, recorded where the host
-            // sequence says: a replay writes them at the same point.
-            let size = usize::try_from(len).map_err(|_| Error::invalid("len does not fit in memory"))?;
-            let mut bytes = vec![0u8; size];
-            gpu.gpu.memory().read_bytes(address, &mut bytes)?;
-            log.host_write(address, &bytes);
+            // The bytes as the CPU left them, read before the GPU wakes
+            // (and may write them), recorded where the host sequence says:
+            // a replay writes them at the same point. A range the GPU
+            // would refuse is refused by it below, with nothing recorded.
+            let readable = check_range(address, len).is_ok() && gpu.gpu.memory().is_mapped(address, len);
+            if let (true, Ok(size)) = (readable, usize::try_from(len)) {
+                let mut bytes = vec![0u8; size];
+                gpu.gpu.memory().read_bytes(address, &mut bytes)?;
+                log.host_write(address, &bytes);
+            }
         }
         let n = gpu.gpu.notify_host_write(address, len)?;
         // SAFETY: checked by `OptOut::new`; the caller's promise.

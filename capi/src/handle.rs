@@ -180,3 +180,53 @@ pub(crate) fn remove<T: Object>(handle: *mut T::Handle) -> Option<Arc<T>> {
     drop(table);
     T::from_entry(&entry).map(Arc::clone)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::signal::StallReportObject;
+    use crate::submission::pm4_submission;
+    use pm4core::gpu::StallReport;
+
+    fn report() -> StallReportObject {
+        StallReportObject(StallReport::default())
+    }
+
+    #[test]
+    fn a_handle_names_its_object_until_it_is_freed_and_never_after() {
+        let h = insert(report()).unwrap();
+        assert!(get::<StallReportObject>(h, "report").is_ok());
+        assert!(remove::<StallReportObject>(h).is_some());
+        let e = get::<StallReportObject>(h, "report").unwrap_err();
+        assert_eq!(e.status, pm4_status::PM4_STATUS_INVALID_HANDLE);
+        assert!(e.message.contains("pm4_stall_report that was freed"), "{}", e.message);
+        // Freeing again, and freeing NULL, do nothing.
+        assert!(remove::<StallReportObject>(h).is_none());
+        assert!(remove::<StallReportObject>(std::ptr::null_mut()).is_none());
+        // The slot is reused under a new generation: the old handle stays dead.
+        let again = insert(report()).unwrap();
+        assert_ne!(again, h);
+        assert!(get::<StallReportObject>(h, "report").is_err());
+        assert!(get::<StallReportObject>(again, "report").is_ok());
+        remove::<StallReportObject>(again);
+    }
+
+    #[test]
+    fn a_handle_of_another_kind_or_one_never_made_is_refused_with_its_reason() {
+        let h = insert(report()).unwrap();
+        let as_submission = h as usize as *mut pm4_submission;
+        let e = get::<crate::submission::SubmissionObject>(as_submission, "submission").unwrap_err();
+        assert!(e.message.contains("is a pm4_stall_report, not a pm4_submission"), "{}", e.message);
+        // Removing it as the wrong kind frees nothing.
+        assert!(remove::<crate::submission::SubmissionObject>(as_submission).is_none());
+        assert!(get::<StallReportObject>(h, "report").is_ok());
+        remove::<StallReportObject>(h);
+        for forged in [1usize << 60 | 1, INDEX_MASK, 0x1234] {
+            let e = get::<StallReportObject>(forged as *mut _, "report").unwrap_err();
+            assert_eq!(e.status, pm4_status::PM4_STATUS_INVALID_HANDLE);
+            assert!(e.message.contains("not a pm4_stall_report this library made"), "{}", e.message);
+        }
+        let e = get::<StallReportObject>(std::ptr::null_mut(), "report").unwrap_err();
+        assert_eq!((e.status, e.message.as_str()), (pm4_status::PM4_STATUS_NULL_ARGUMENT, "report is NULL"));
+    }
+}

@@ -37,6 +37,7 @@ pub struct pm4_stall_report {
 
 pub(crate) struct InterruptsObject(pub(crate) InterruptReceiver);
 pub(crate) struct StallsObject(pub(crate) StallReceiver);
+#[derive(Debug)]
 pub(crate) struct StallReportObject(pub(crate) StallReport);
 
 handle::object!(InterruptsObject, pm4_interrupts, Interrupts, "pm4_interrupts");

@@ -19,6 +19,7 @@ pub struct pm4_host_write {
     _opaque: [u8; 0],
 }
 
+#[derive(Debug)]
 pub(crate) struct SubmissionObject(pub(crate) Submission);
 pub(crate) struct HostWriteObject(pub(crate) HostWrite);
 

@@ -149,7 +149,7 @@ fn a_c99_program_calls_every_function_against_the_static_and_the_shared_library(
     let mut flags: Vec<&str> = STRICT.to_vec();
     flags.extend(["-std=c99", "-g", "-pthread"]);
     let static_binary = dir.join("every_function_static");
-    compile("gcc", &flags, &[source.clone()], "pm4core-static", &static_binary);
+    compile("gcc", &flags, std::slice::from_ref(&source), "pm4core-static", &static_binary);
     let counted = passed(&run(&static_binary, &[&dir], &[]), "every function:");
     assert!(counted >= 60, "calls checked: {counted}");
     assert!(dir.join("every_function.pm4t").exists());
