@@ -1001,7 +1001,8 @@ typedef struct pm4_backend {
     uint8_t (*queue_backend)(void *user_data, uint32_t queue, struct pm4_backend *out);
     /**
      * Called once when the GPU no longer uses this backend (when the GPU
-     * goes; for a queue's own backend, likewise).
+     * goes; for a queue's own backend, likewise). Not called when
+     * `pm4_gpu_new` fails: the backend then stays the caller's.
      */
     void (*release)(void *user_data);
 } pm4_backend;
@@ -1101,6 +1102,37 @@ typedef struct pm4_queue_status {
 } pm4_queue_status;
 
 /**
+ * Counters of one queue's command processor.
+ */
+typedef struct pm4_processor_stats {
+    /**
+     * Packets decoded (executed or skipped), dwords consumed.
+     */
+    uint64_t packets;
+    uint64_t dwords;
+    /**
+     * Draw packets (a multi-draw packet counts once) and dispatches.
+     */
+    uint64_t draws;
+    uint64_t dispatches;
+    /**
+     * Releases that retired; times a packet suspended the queue.
+     */
+    uint64_t fences;
+    uint64_t waits;
+    /**
+     * Packets skipped by predication (and runs skipped by COND_EXEC).
+     */
+    uint64_t skipped;
+    /**
+     * Type-0 packets, type-2 fillers, unknown packets.
+     */
+    uint64_t type0;
+    uint64_t type2;
+    uint64_t unknown;
+} pm4_processor_stats;
+
+/**
  * One range of guest memory the emulator mapped at a host address.
  */
 typedef struct pm4_host_mapping {
@@ -1138,7 +1170,8 @@ typedef struct pm4_host_mapping {
  *   must be thread-safe, must not call any `pm4_` function, and must not
  *   throw a C++ exception;
  * - `release` (may be NULL) is called once when the memory is no longer
- *   used by anything (the last GPU or handle holding it is gone).
+ *   used by anything (the last GPU or handle holding it is gone); never
+ *   when `pm4_memory_new_callbacks` fails (the table stays the caller's).
  */
 typedef struct pm4_memory_callbacks {
     /**
@@ -1467,7 +1500,8 @@ enum pm4_status pm4_disasm_packet(const uint32_t *dwords,
  * Makes a GPU over `memory` (the GPU keeps its own reference: the memory
  * handle may be freed afterwards) calling `backend`'s callbacks (copied;
  * NULL: no callbacks). `config` NULL takes the defaults
- * (`pm4_gpu_config_default`: threaded). Writes the handle to `*out`.
+ * (`pm4_gpu_config_default`: threaded). Writes the handle to `*out`. On
+ * failure the backend's `release` is not called.
  *
  * Threads: any. From a callback: yes.
  *
@@ -1703,6 +1737,22 @@ enum pm4_status pm4_gpu_get_stats(struct pm4_gpu *gpu, struct pm4_gpu_stats *out
 enum pm4_status pm4_gpu_queue_status(struct pm4_gpu *gpu,
                                      uint32_t queue,
                                      struct pm4_queue_status *out);
+
+/**
+ * `queue`'s processor counters, between two of its slices (a queue never
+ * used has all zero).
+ *
+ * Threads: any. From a callback: not for the calling queue, nor for a
+ * queue another worker runs at that moment
+ * (`PM4_STATUS_CALLED_FROM_CALLBACK`).
+ *
+ * # Safety
+ *
+ * `out` is valid for a write.
+ */
+enum pm4_status pm4_gpu_processor_stats(struct pm4_gpu *gpu,
+                                        uint32_t queue,
+                                        struct pm4_processor_stats *out);
 
 /**
  * Reads `count` registers of `queue` from `start` on into `out`, between

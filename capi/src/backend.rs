@@ -4,6 +4,8 @@
 
 use std::cell::Cell;
 use std::ffi::{c_char, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use pm4core::backend::{
     Backend, CacheAction, Dispatch, Draw, Event, Fence, Flip, Marker, NotEmulated, QueueId, UnknownPacket,
@@ -348,7 +350,8 @@ pub struct pm4_backend {
     /// filled backend's own `queue_backend` is not used.
     pub queue_backend: Option<unsafe extern "C" fn(user_data: *mut c_void, queue: u32, out: *mut pm4_backend) -> u8>,
     /// Called once when the GPU no longer uses this backend (when the GPU
-    /// goes; for a queue's own backend, likewise).
+    /// goes; for a queue's own backend, likewise). Not called when
+    /// `pm4_gpu_new` fails: the backend then stays the caller's.
     pub release: Option<unsafe extern "C" fn(user_data: *mut c_void)>,
 }
 
@@ -404,6 +407,9 @@ impl pm4_backend {
 /// on the stack and calls the callback.
 pub(crate) struct CBackend {
     table: pm4_backend,
+    /// Whether dropping it calls `release`: not until the GPU that takes
+    /// it exists (a `pm4_gpu_new` that fails leaves the table the caller's).
+    armed: Arc<AtomicBool>,
 }
 
 // SAFETY: `pm4_gpu_new`'s contract: the callbacks may be called from the
@@ -412,13 +418,23 @@ pub(crate) struct CBackend {
 unsafe impl Send for CBackend {}
 
 impl CBackend {
+    /// A queue's own backend: released when the queue's processor goes.
     pub(crate) fn new(table: pm4_backend) -> Self {
-        CBackend { table }
+        CBackend { table, armed: Arc::new(AtomicBool::new(true)) }
+    }
+
+    /// The GPU's backend, released only once `arm`'s flag is set.
+    pub(crate) fn unarmed(table: pm4_backend) -> (Self, Arc<AtomicBool>) {
+        let armed = Arc::new(AtomicBool::new(false));
+        (CBackend { table, armed: Arc::clone(&armed) }, armed)
     }
 }
 
 impl Drop for CBackend {
     fn drop(&mut self) {
+        if !self.armed.load(Ordering::Acquire) {
+            return;
+        }
         if let Some(release) = self.table.release {
             // SAFETY: the contract of `pm4_backend.release`: called once,
             // when the GPU no longer uses the backend.

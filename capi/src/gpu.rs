@@ -74,7 +74,8 @@ pub const PM4_QUEUE_GRAPHICS: u32 = 0;
 /// Makes a GPU over `memory` (the GPU keeps its own reference: the memory
 /// handle may be freed afterwards) calling `backend`'s callbacks (copied;
 /// NULL: no callbacks). `config` NULL takes the defaults
-/// (`pm4_gpu_config_default`: threaded). Writes the handle to `*out`.
+/// (`pm4_gpu_config_default`: threaded). Writes the handle to `*out`. On
+/// failure the backend's `release` is not called.
 ///
 /// Threads: any. From a callback: yes.
 ///
@@ -117,7 +118,7 @@ pub unsafe extern "C" fn pm4_gpu_new(
             .first()
             .copied()
             .unwrap_or(pm4_backend::EMPTY);
-        let backend = CBackend::new(table);
+        let (backend, armed) = CBackend::unarmed(table);
         let guest = Arc::clone(&memory.memory);
         let gpu = if settings.threaded {
             Gpu::threaded(guest, backend, settings.config)?
@@ -126,6 +127,8 @@ pub unsafe extern "C" fn pm4_gpu_new(
         };
         let object = GpuObject { gpu, log: memory.log.clone(), listeners: Mutex::new(Vec::new()) };
         let h = handle::insert(object)?;
+        // The GPU exists: from now on its backend is released when it goes.
+        armed.store(true, std::sync::atomic::Ordering::Release);
         // SAFETY: checked by `Out::new`; the caller's promise.
         unsafe { out.write(h) };
         Ok(())
@@ -596,6 +599,65 @@ pub unsafe extern "C" fn pm4_gpu_queue_status(gpu: *mut pm4_gpu, queue: u32, out
         };
         // SAFETY: checked by `Out::new`; the caller's promise.
         unsafe { out.write(status) };
+        Ok(())
+    })
+}
+
+/// Counters of one queue's command processor.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct pm4_processor_stats {
+    /// Packets decoded (executed or skipped), dwords consumed.
+    pub packets: u64,
+    pub dwords: u64,
+    /// Draw packets (a multi-draw packet counts once) and dispatches.
+    pub draws: u64,
+    pub dispatches: u64,
+    /// Releases that retired; times a packet suspended the queue.
+    pub fences: u64,
+    pub waits: u64,
+    /// Packets skipped by predication (and runs skipped by COND_EXEC).
+    pub skipped: u64,
+    /// Type-0 packets, type-2 fillers, unknown packets.
+    pub type0: u64,
+    pub type2: u64,
+    pub unknown: u64,
+}
+
+/// `queue`'s processor counters, between two of its slices (a queue never
+/// used has all zero).
+///
+/// Threads: any. From a callback: not for the calling queue, nor for a
+/// queue another worker runs at that moment
+/// (`PM4_STATUS_CALLED_FROM_CALLBACK`).
+///
+/// # Safety
+///
+/// `out` is valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn pm4_gpu_processor_stats(
+    gpu: *mut pm4_gpu,
+    queue: u32,
+    out: *mut pm4_processor_stats,
+) -> pm4_status {
+    boundary("pm4_gpu_processor_stats", || {
+        let gpu = handle::get::<GpuObject>(gpu, "gpu")?;
+        let out = Out::new(out, "out")?;
+        let s = gpu.gpu.processor_stats(queue_of(queue)?)?;
+        let stats = pm4_processor_stats {
+            packets: s.packets,
+            dwords: s.dwords,
+            draws: s.draws,
+            dispatches: s.dispatches,
+            fences: s.fences,
+            waits: s.waits,
+            skipped: s.skipped,
+            type0: s.type0,
+            type2: s.type2,
+            unknown: s.unknown,
+        };
+        // SAFETY: checked by `Out::new`; the caller's promise.
+        unsafe { out.write(stats) };
         Ok(())
     })
 }

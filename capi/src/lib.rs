@@ -27,6 +27,41 @@
 //! - Each function's documentation says on which threads it may be called
 //!   ("Threads:"): any thread; from inside a GPU callback or not.
 //!
+//! # Example
+//!
+//! What a C program does, written with the same calls from Rust: guest
+//! memory, a deterministic GPU, one WRITE_DATA submitted and run, the
+//! memory read back, and an error's status and message.
+//!
+//! ```
+//! use std::ffi::CStr;
+//! use pm4core_capi::{config::*, gpu::*, memory::*, pm4_last_error_message, pm4_status::*};
+//!
+//! unsafe {
+//!     let mut memory = std::ptr::null_mut();
+//!     assert_eq!(pm4_memory_new_flat(0, 0x10000, &mut memory), PM4_STATUS_OK);
+//!     // WRITE_DATA of 0x1234 to guest 0x8000.
+//!     let words: [u32; 5] = [0xC003_3700, (5 << 8) | (1 << 20), 0x8000, 0, 0x1234];
+//!     assert_eq!(pm4_memory_write(memory, 0x1000, words.as_ptr().cast(), 20), PM4_STATUS_OK);
+//!     let mut config = std::mem::zeroed();
+//!     assert_eq!(pm4_gpu_config_default(&mut config), PM4_STATUS_OK);
+//!     config.mode = PM4_MODE_DETERMINISTIC;
+//!     let mut gpu = std::ptr::null_mut();
+//!     assert_eq!(pm4_gpu_new(&config, memory, std::ptr::null(), &mut gpu), PM4_STATUS_OK);
+//!     pm4_memory_free(memory); // the GPU keeps its own reference
+//!     assert_eq!(pm4_gpu_submit(gpu, PM4_QUEUE_GRAPHICS, 0x1000, 5, std::ptr::null_mut()), PM4_STATUS_OK);
+//!     assert_eq!(pm4_gpu_run_until_idle(gpu), PM4_STATUS_OK);
+//!     let mut value = 0u32;
+//!     assert_eq!(pm4_gpu_read_memory(gpu, 0x8000, (&mut value as *mut u32).cast(), 4), PM4_STATUS_OK);
+//!     assert_eq!(value, 0x1234);
+//!     // A submission nothing maps: refused with a status and a message.
+//!     assert_eq!(pm4_gpu_submit(gpu, 0, 0x20000, 4, std::ptr::null_mut()), PM4_STATUS_INVALID_SUBMISSION);
+//!     let message = CStr::from_ptr(pm4_last_error_message()).to_str().unwrap();
+//!     assert!(message.starts_with("pm4_gpu_submit: submission of 4 dwords at 0x20000 on gfx refused"), "{message}");
+//!     pm4_gpu_free(gpu);
+//! }
+//! ```
+//!
 //! # Architecture: the C ABI (`capi/`)
 //!
 //! `error.rs` (statuses, the per-thread last error, the boundary every

@@ -2,6 +2,7 @@
 //! functions (a callback table), or memory the library allocates.
 
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use pm4core::memory::{Access, FlatMemory, GuestMemory, HostAccess, MemoryError, TranslatedMemory};
@@ -59,7 +60,8 @@ pub const PM4_MEMORY_PROTECTION: i32 = 2;
 ///   must be thread-safe, must not call any `pm4_` function, and must not
 ///   throw a C++ exception;
 /// - `release` (may be NULL) is called once when the memory is no longer
-///   used by anything (the last GPU or handle holding it is gone).
+///   used by anything (the last GPU or handle holding it is gone); never
+///   when `pm4_memory_new_callbacks` fails (the table stays the caller's).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct pm4_memory_callbacks {
@@ -102,6 +104,9 @@ struct Callbacks {
     cas32: unsafe extern "C" fn(*mut c_void, u64, u32, u32, *mut u32) -> i32,
     cas64: unsafe extern "C" fn(*mut c_void, u64, u64, u64, *mut u64) -> i32,
     release: Option<unsafe extern "C" fn(*mut c_void)>,
+    /// Set once the memory exists: a failed `pm4_memory_new_callbacks`
+    /// leaves the table the caller's and does not release it.
+    armed: Arc<AtomicBool>,
 }
 
 // SAFETY: the table holds function pointers and the caller's `user_data`;
@@ -115,6 +120,9 @@ unsafe impl Sync for Callbacks {}
 
 impl Drop for Callbacks {
     fn drop(&mut self) {
+        if !self.armed.load(Ordering::Acquire) {
+            return;
+        }
         if let Some(release) = self.release {
             // SAFETY: the caller's contract: `release` may be called once,
             // from any thread, with its `user_data`, when the memory is gone.
@@ -260,8 +268,12 @@ pub unsafe extern "C" fn pm4_memory_new_callbacks(
             cas32: table.cas32.ok_or_else(|| need("cas32"))?,
             cas64: table.cas64.ok_or_else(|| need("cas64"))?,
             release: table.release,
+            armed: Arc::new(AtomicBool::new(false)),
         };
-        insert_memory(Arc::new(TranslatedMemory::new(callbacks)), None, out)
+        let armed = Arc::clone(&callbacks.armed);
+        insert_memory(Arc::new(TranslatedMemory::new(callbacks)), None, out)?;
+        armed.store(true, Ordering::Release);
+        Ok(())
     })
 }
 

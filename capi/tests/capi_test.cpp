@@ -816,10 +816,15 @@ void test_error_paths() {
     uint32_t state = 0;
     STATUS(pm4_gpu_run_slices(gpu, 1, &state, nullptr), PM4_STATUS_WRONG_MODE, "deterministic");
 
-    // Bad settings and tables.
+    // Bad settings and tables; a GPU not made releases no backend.
     pm4_gpu *other = nullptr;
     config.mode = 7;
-    STATUS(pm4_gpu_new(&config, ram.memory, nullptr, &other), PM4_STATUS_INVALID_ARGUMENT, "config->mode is 7");
+    Renderer unused;
+    pm4_backend releasing{};
+    releasing.user_data = &unused;
+    releasing.release = on_shared_release;
+    STATUS(pm4_gpu_new(&config, ram.memory, &releasing, &other), PM4_STATUS_INVALID_ARGUMENT, "config->mode is 7");
+    CHECK(unused.shared_released == 0);
     config.mode = PM4_MODE_THREADED;
     config.slice_packets = 0;
     STATUS(pm4_gpu_new(&config, ram.memory, nullptr, &other), PM4_STATUS_INVALID_ARGUMENT, "slice_packets");

@@ -167,6 +167,7 @@ int main(int argc, char **argv) {
     pm4_submission_report done;
     pm4_interrupt irq;
     pm4_gpu_stats stats;
+    pm4_processor_stats queue_stats;
     pm4_host_mapping mapping;
     pm4_memory_callbacks table;
     pm4_host_command_entry host_command;
@@ -323,6 +324,8 @@ int main(int argc, char **argv) {
     EXPECT(regs[0] == 5);
     CHECK(pm4_gpu_get_stats(gpu, &stats), PM4_STATUS_OK);
     EXPECT(stats.completed == 2 && stats.interrupts == 2);
+    CHECK(pm4_gpu_processor_stats(gpu, 0, &queue_stats), PM4_STATUS_OK);
+    EXPECT(queue_stats.draws == 1 && queue_stats.dispatches == 1 && queue_stats.fences == 1);
 
     /* The trace. */
     CHECK(pm4_recorder_finish(recorder, NULL, 0, &len), PM4_STATUS_BUFFER_TOO_SMALL);
