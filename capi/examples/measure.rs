@@ -7,7 +7,8 @@
 //! - a draw callback: a deterministic GPU running a buffer of draws, each
 //!   handed to an `extern "C"` callback through `pm4_backend` (the call a C
 //!   program's callback gets) and to a Rust backend's `draw`;
-//! - the sizes of the static and the shared library of this build.
+//! - the sizes of the static and the shared library (build them first with
+//!   `cargo build --release -p pm4core-capi`).
 //!
 //! Rounds of the two sides alternate, so both see the same machine; the
 //! medians of the rounds are compared.
@@ -37,6 +38,9 @@ const COMMANDS: u64 = 0x1000;
 const LABEL: u64 = 0x8000;
 const DRAWS: u32 = 20_000;
 const ROUNDS: usize = 15;
+/// Rounds of submissions: many short ones, each C round next to a Rust one.
+const SUBMIT_ROUNDS: usize = 41;
+const SUBMISSIONS: usize = 2_000;
 
 fn ok(status: pm4_status, what: &str) {
     assert_eq!(status, pm4_status::PM4_STATUS_OK, "{what}: {:?}", unsafe {
@@ -101,8 +105,9 @@ fn c_gpu(config: &pm4_gpu_config, memory: *mut pm4_memory, backend: Option<&pm4_
     gpu
 }
 
-/// Submit → completion, per submission, over `n` submissions: (Rust, C).
-fn submit_to_completion(n: usize) -> (f64, f64) {
+/// Submit → completion, per submission, in rounds of `n` submissions:
+/// (Rust median, C median, median of each round's C / Rust ratio).
+fn submit_to_completion(n: usize) -> (f64, f64, f64) {
     let bytes = small_buffer();
     let size = (bytes.len() / 4) as u32;
     let ram = Arc::new(FlatMemory::new(BASE, SIZE).unwrap());
@@ -110,13 +115,14 @@ fn submit_to_completion(n: usize) -> (f64, f64) {
     let rust = Gpu::threaded(Arc::clone(&ram), pm4core::backend::NullBackend, threaded_config()).unwrap();
     let memory = c_memory(&bytes);
     let c = c_gpu(&c_config(pm4core_capi::config::PM4_MODE_THREADED), memory, None);
-    let (mut rust_rounds, mut c_rounds) = (Vec::new(), Vec::new());
-    for round in 0..=ROUNDS {
+    let rust_round = || {
         let start = Instant::now();
         for _ in 0..n {
             rust.submit(QueueId::GRAPHICS, COMMANDS, size).unwrap().wait().unwrap();
         }
-        let rust_time = start.elapsed();
+        start.elapsed().as_secs_f64() * 1e9 / n as f64
+    };
+    let c_round = || {
         let start = Instant::now();
         for _ in 0..n {
             let mut sub = std::ptr::null_mut();
@@ -127,16 +133,28 @@ fn submit_to_completion(n: usize) -> (f64, f64) {
             }
             pm4core_capi::submission::pm4_submission_free(sub);
         }
-        let c_time = start.elapsed();
+        start.elapsed().as_secs_f64() * 1e9 / n as f64
+    };
+    let (mut rust_rounds, mut c_rounds) = (Vec::new(), Vec::new());
+    for round in 0..=SUBMIT_ROUNDS {
+        // Each side goes first every other round.
+        let (r, c) = if round % 2 == 0 {
+            let r = rust_round();
+            (r, c_round())
+        } else {
+            let c = c_round();
+            (rust_round(), c)
+        };
         if round > 0 {
             // The first round warms both up.
-            rust_rounds.push(rust_time.as_secs_f64() * 1e9 / n as f64);
-            c_rounds.push(c_time.as_secs_f64() * 1e9 / n as f64);
+            rust_rounds.push(r);
+            c_rounds.push(c);
         }
     }
     pm4core_capi::gpu::pm4_gpu_free(c);
     pm4core_capi::memory::pm4_memory_free(memory);
-    (median(rust_rounds), median(c_rounds))
+    let ratios = c_rounds.iter().zip(&rust_rounds).map(|(c, r)| c / r).collect();
+    (median(rust_rounds), median(c_rounds), median(ratios))
 }
 
 /// A Rust backend counting draws, one per queue.
@@ -207,15 +225,15 @@ fn draw_callbacks() -> (f64, f64) {
     (median(rust_rounds), median(c_rounds))
 }
 
-/// The size of `name` in this build's directory (or its `deps/`).
+/// The size of `name` as `cargo build --release -p pm4core-capi` leaves it
+/// (in the profile's directory); else the copy built with this example
+/// (in `deps/`, with the example's dev-dependency features).
 fn library_size(name: &str) -> Option<(std::path::PathBuf, u64)> {
     let exe = std::env::current_exe().ok()?;
     let profile = exe.parent()?.parent()?;
     [profile.join(name), profile.join("deps").join(name)]
         .into_iter()
-        .filter_map(|p| std::fs::metadata(&p).ok().map(|m| (p, m.len(), m.modified().ok())))
-        .max_by_key(|(_, _, modified)| *modified)
-        .map(|(p, len, _)| (p, len))
+        .find_map(|p| std::fs::metadata(&p).ok().map(|m| (p, m.len())))
 }
 
 /// The size of a copy of `path` with its debug information stripped, if
@@ -230,9 +248,9 @@ fn stripped_size(path: &Path) -> Option<u64> {
 }
 
 fn main() {
-    let (rust, c) = submit_to_completion(20_000);
-    println!("submit -> completion (threaded, 1 worker), median of {ROUNDS} rounds of 20000:");
-    println!("  Rust API {rust:8.0} ns   C ABI {c:8.0} ns   ratio {:.3}", c / rust);
+    let (rust, c, ratio) = submit_to_completion(SUBMISSIONS);
+    println!("submit -> completion (threaded, 1 worker), medians of {SUBMIT_ROUNDS} rounds of {SUBMISSIONS}:");
+    println!("  Rust API {rust:8.0} ns   C ABI {c:8.0} ns   ratio of medians {:.3}, median ratio of neighbouring rounds {ratio:.3}", c / rust);
     let (rust, c) = draw_callbacks();
     println!("draw callback (deterministic, {DRAWS} draws a run), median of {ROUNDS} runs, per draw:");
     println!("  Rust backend {rust:6.1} ns   C callback {c:6.1} ns   difference {:+.1} ns", c - rust);
