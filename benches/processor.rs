@@ -11,6 +11,7 @@ use pm4core::processor::{Env, ProcessStatus, Processor};
 use pm4core::regs::gfx103 as r;
 use pm4core::shader::ShaderRegistry;
 use pm4core::trace::Trace;
+use pm4core_hostmem::{HostMappedMemory, HostMapping};
 
 fn pkt3(out: &mut Vec<u32>, op: Opcode, body: &[u32]) {
     out.push(Header::type3(op, body.len() as u32).0);
@@ -106,6 +107,25 @@ fn bench_streams(c: &mut Criterion) {
                 assert_eq!(processor.process(&mut env), Ok(ProcessStatus::Completed));
             })
         });
+        // The same stream in memory the emulator mapped itself (host-mapped:
+        // every access an atomic on the emulator's own bytes).
+        let mut host = vec![0u64; 0x20_0000 / 8].into_boxed_slice();
+        let mapping = HostMapping { guest_base: 0x10_0000, host: host.as_mut_ptr().cast(), len: 0x20_0000 };
+        // SAFETY: `host` outlives `mapped` (dropped at the end of this
+        // iteration, after it) and is reached only through it.
+        let mapped = unsafe { HostMappedMemory::new(&[mapping]) }.unwrap();
+        for (i, w) in words.iter().enumerate() {
+            mapped.write_u32(0x10_0000 + 4 * i as u64, *w).unwrap();
+        }
+        group.bench_function(format!("{name}/process_host_mapped"), |b| {
+            b.iter(|| {
+                processor.submit(0x10_0000, size).unwrap();
+                let mut env = Env { memory: &mapped, backend: &mut NullBackend, shaders: &shaders };
+                assert_eq!(processor.process(&mut env), Ok(ProcessStatus::Completed));
+            })
+        });
+        drop(mapped);
+        drop(host);
     }
     group.finish();
 }
@@ -520,9 +540,55 @@ criterion_group!(
     bench_replay_end_to_end
 );
 
+/// The memory probe (`PM4_PROBE=<stream>/<memory>`, `stream` one of
+/// `register_heavy`, `draw_heavy`, `memory` one of `sparse`, `flat`,
+/// `host`): the synthetic stream of [`bench_streams`] in that kind of
+/// guest memory, run once to warm, then in [`probe_run`], for callgrind as
+/// [`probe`] is run. The emulator's memories (flat, host-mapped) compared in
+/// exact instructions.
+fn probe_memory(stream: &str, kind: &str) {
+    let words = match stream {
+        "register_heavy" => register_heavy(),
+        "draw_heavy" => draw_heavy(),
+        other => panic!("no stream {other}"),
+    };
+    let size = words.len() as u32;
+    let mut host = vec![0u64; 0x40_0000 / 8].into_boxed_slice();
+    let memory: Box<dyn GuestMemory> = match kind {
+        "sparse" => {
+            let m = SparseMemory::new();
+            m.map_zeroed(FLAT_STREAM, 0x40_0000).unwrap();
+            Box::new(m)
+        }
+        "flat" => Box::new(FlatMemory::new(FLAT_STREAM, 0x40_0000).unwrap()),
+        "host" => {
+            let mapping = HostMapping { guest_base: FLAT_STREAM, host: host.as_mut_ptr().cast(), len: 0x40_0000 };
+            // SAFETY: `host` outlives the memory (dropped after it, at the
+            // end of this function) and is reached only through it.
+            Box::new(unsafe { HostMappedMemory::new(&[mapping]) }.unwrap())
+        }
+        other => panic!("no memory {other}"),
+    };
+    for (i, w) in words.iter().enumerate() {
+        memory.write_u32(FLAT_STREAM + 4 * i as u64, *w).unwrap();
+    }
+    let mut processor = Processor::new(QueueId::GRAPHICS);
+    let shaders = ShaderRegistry::default();
+    let mut env = Env { memory: &*memory, backend: &mut NullBackend, shaders: &shaders };
+    processor.submit(FLAT_STREAM, size).unwrap();
+    assert_eq!(processor.process(&mut env), Ok(ProcessStatus::Completed));
+    probe_run(&mut processor, &mut env, size);
+    println!("{stream}/{kind}: packets {} dwords {}", header_walk(&words), words.len());
+    drop(memory);
+    drop(host);
+}
+
 fn main() {
     if let Ok(name) = std::env::var("PM4_PROBE") {
-        probe(&name);
+        match name.split_once('/') {
+            Some((stream, kind)) => probe_memory(stream, kind),
+            None => probe(&name),
+        }
         return;
     }
     benches();
