@@ -26,6 +26,8 @@ use serde_json::Value;
 
 pub mod pkt3;
 mod stages;
+#[cfg(feature = "vectors")]
+pub mod vectors;
 
 /// Path of the generated file, relative to the workspace root.
 pub const GENERATED_FILE: &str = "src/regs/generated.rs";

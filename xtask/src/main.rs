@@ -16,6 +16,7 @@ const USAGE: &str = "usage: cargo run -p xtask -- TASK\n\
     regen          rewrite src/regs/generated.rs and src/packet/wire.rs from registers/*.json\n\
     regen --check  exit non-zero if a committed generated file is stale\n\
     frame          write the corpus frame source traces/corpus/frame.pm4\n\
+    vectors [gfx7] print candidate test vectors for tests/vectors/ (--features vectors)\n\
     help           print this";
 
 fn main() -> ExitCode {
@@ -77,6 +78,8 @@ fn main() -> ExitCode {
                 }
             }
         }
+        ["vectors"] => vectors(&root, None),
+        ["vectors", family] => vectors(&root, Some(family)),
         ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
             ExitCode::SUCCESS
@@ -86,6 +89,36 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// `vectors [gfx7]`: prints the family's candidate test vectors.
+#[cfg(feature = "vectors")]
+fn vectors(root: &std::path::Path, family: Option<&str>) -> ExitCode {
+    let family = match family {
+        None => pm4core::GpuFamily::Gfx103,
+        Some("gfx7") => pm4core::GpuFamily::Gfx7,
+        Some(_) => {
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match xtask::vectors::candidates(root, family) {
+        Ok(lines) => {
+            lines.iter().for_each(|line| println!("{line}"));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `vectors` needs the disassembler: built with `--features vectors`.
+#[cfg(not(feature = "vectors"))]
+fn vectors(_: &std::path::Path, _: Option<&str>) -> ExitCode {
+    eprintln!("error: vectors needs the disassembler: cargo run -p xtask --features vectors -- vectors [gfx7]");
+    ExitCode::from(2)
 }
 
 #[cfg(test)]
@@ -99,8 +132,8 @@ mod tests {
             .filter_map(|l| l.trim().strip_prefix("[\"")?.split_once("\"]").map(|(t, _)| t))
             .map(|t| t.split('"').next().unwrap_or(t))
             .collect();
-        assert_eq!(tasks, ["regen", "regen", "frame", "help"]);
-        for task in ["regen ", "regen --check ", "frame ", "help "] {
+        assert_eq!(tasks, ["regen", "regen", "frame", "vectors", "help"]);
+        for task in ["regen ", "regen --check ", "frame ", "vectors ", "help "] {
             assert!(super::USAGE.contains(&format!("\n{task}")), "{task} is not in the usage");
         }
     }
