@@ -80,50 +80,47 @@ fn run_stream(words: &[u32]) -> (SparseMemory, u32) {
     (memory, words.len() as u32)
 }
 
+/// Benchmarks the processor over the `size`-dword stream at 0x10_0000 of
+/// `memory` as `name`.
+fn bench_process(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: String,
+    memory: &dyn GuestMemory,
+    size: u32,
+) {
+    let mut processor = Processor::new(QueueId::GRAPHICS);
+    let shaders = ShaderRegistry::default();
+    group.bench_function(name, |b| {
+        b.iter(|| {
+            processor.submit(0x10_0000, size).unwrap();
+            let mut env = Env { memory, backend: &mut NullBackend, shaders: &shaders };
+            assert_eq!(processor.process(&mut env), Ok(ProcessStatus::Completed));
+        })
+    });
+}
+
 fn bench_streams(c: &mut Criterion) {
     let mut group = c.benchmark_group("replay");
     for (name, words) in [("register_heavy", register_heavy()), ("draw_heavy", draw_heavy())] {
         group.throughput(Throughput::Elements(words.len() as u64));
         group.bench_function(format!("{name}/header_walk"), |b| b.iter(|| black_box(header_walk(black_box(&words)))));
-        let (mut memory, size) = run_stream(&words);
-        let mut processor = Processor::new(QueueId::GRAPHICS);
-        let mut shaders = ShaderRegistry::default();
-        group.bench_function(format!("{name}/process"), |b| {
-            b.iter(|| {
-                processor.submit(0x10_0000, size).unwrap();
-                let mut env = Env { memory: &mut memory, backend: &mut NullBackend, shaders: &mut shaders };
-                assert_eq!(processor.process(&mut env), Ok(ProcessStatus::Completed));
-            })
-        });
+        let (memory, size) = run_stream(&words);
+        bench_process(&mut group, format!("{name}/process"), &memory, size);
         // The same stream in an emulator's shared flat memory (atomic words).
         let flat = FlatMemory::new(0x10_0000, 0x20_0000).unwrap();
-        for (i, w) in words.iter().enumerate() {
-            flat.write_u32(0x10_0000 + 4 * i as u64, *w).unwrap();
-        }
-        group.bench_function(format!("{name}/process_flat_memory"), |b| {
-            b.iter(|| {
-                processor.submit(0x10_0000, size).unwrap();
-                let mut env = Env { memory: &flat, backend: &mut NullBackend, shaders: &shaders };
-                assert_eq!(processor.process(&mut env), Ok(ProcessStatus::Completed));
-            })
-        });
-        // The same stream in memory the emulator mapped itself (host-mapped:
-        // every access an atomic on the emulator's own bytes).
+        // And in memory the emulator mapped itself (host-mapped: every
+        // access an atomic on the emulator's own bytes).
         let mut host = vec![0u64; 0x20_0000 / 8].into_boxed_slice();
         let mapping = HostMapping { guest_base: 0x10_0000, host: host.as_mut_ptr().cast(), len: 0x20_0000 };
         // SAFETY: `host` outlives `mapped` (dropped at the end of this
         // iteration, after it) and is reached only through it.
         let mapped = unsafe { HostMappedMemory::new(&[mapping]) }.unwrap();
-        for (i, w) in words.iter().enumerate() {
-            mapped.write_u32(0x10_0000 + 4 * i as u64, *w).unwrap();
+        for (kind, memory) in [("flat_memory", &flat as &dyn GuestMemory), ("host_mapped", &mapped)] {
+            for (i, w) in words.iter().enumerate() {
+                memory.write_u32(0x10_0000 + 4 * i as u64, *w).unwrap();
+            }
+            bench_process(&mut group, format!("{name}/process_{kind}"), memory, size);
         }
-        group.bench_function(format!("{name}/process_host_mapped"), |b| {
-            b.iter(|| {
-                processor.submit(0x10_0000, size).unwrap();
-                let mut env = Env { memory: &mapped, backend: &mut NullBackend, shaders: &shaders };
-                assert_eq!(processor.process(&mut env), Ok(ProcessStatus::Completed));
-            })
-        });
         drop(mapped);
         drop(host);
     }
